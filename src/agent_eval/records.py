@@ -108,6 +108,10 @@ class Checks(Strict):
     """Whether expect_tool was used; None when the task names no tool."""
     within_steps: bool | None
     """Whether the steps were within max_steps; None when the task has no limit."""
+    within_tokens: bool | None = None
+    """Whether the tokens were within max_tokens; None when the task has no limit."""
+    within_seconds: bool | None = None
+    """Whether the wall time was within max_seconds; None when the task has no limit."""
     tools_used: list[str]
     """Tool names found in the trajectory, in first-use order."""
 

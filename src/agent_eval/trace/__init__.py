@@ -1,1 +1,1 @@
-"""trace."""
+"""Trajectory files: one JSON-lines file per attempt."""

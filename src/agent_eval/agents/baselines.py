@@ -1,0 +1,70 @@
+"""Degenerate baseline agents: they never think, so any task they pass can be gamed.
+
+`agent-eval audit` runs them through the real runner. Each is a tiny entry point usable
+as `--agent builtin:NAME`, and each writes the trajectory a real agent would, so the
+same checks apply to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_eval.tools import ToolContext, run_tool
+
+DOCUMENT_SUFFIXES = (".md", ".txt", ".rst", ".csv", ".json")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """An entry point that answers by a fixed rule."""
+
+    SCAFFOLD_NAME: str
+    why: str
+    """What passing with this baseline says about a task's checks."""
+
+    def run_task(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        answer, trajectory = self.answer(task, options)
+        return {"answer": answer, "steps": len(trajectory), "tokens": 0, "trajectory": trajectory}
+
+    def answer(self, task: str, options: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        rule = self.SCAFFOLD_NAME
+        if rule == "empty":
+            return "", []
+        if rule == "echo":
+            return task, []
+        if rule == "cannot-find":
+            return "I cannot find that in the documents.", []
+        workspace = Path(options["workspace"])
+        if rule == "dump-documents":
+            files = sorted(
+                p for p in workspace.rglob("*") if p.is_file() and p.suffix in DOCUMENT_SUFFIXES
+            )
+            text = "\n\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files)
+            return text, []
+        index = options.get("index")
+        ctx = ToolContext(workspace, Path(index) if index else None)
+        args = {"query": task}
+        seen = run_tool("search_documents", ctx, args)
+        record = {
+            "type": "tool",
+            "tool": "search_documents",
+            "args": args,
+            "error": seen.error,
+            "result": seen.result,
+        }
+        return seen.result, [record]
+
+
+empty = Baseline("empty", "an empty answer passes: the checks only forbid strings")
+echo = Baseline("echo", "repeating the question passes: the expected strings are in the task")
+dump_documents = Baseline(
+    "dump-documents", "pasting every document passes: nothing forbids a wall of text"
+)
+top_passage = Baseline(
+    "top-passage", "the first search hit passes: retrieval alone answers it, no reading needed"
+)
+cannot_find = Baseline(
+    "cannot-find", "a blanket refusal passes: the checks reward saying nothing"
+)

@@ -1,0 +1,230 @@
+"""The `agent-eval` command: parse flags, call the library, print, and set the exit code.
+
+Exit codes: 0 when everything passed, 2 when some attempt failed (or a comparison found
+B worse), 1 for a usage or input error, printed as one `Error: ...` line on stderr.
+`--debug` anywhere on the command line shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agent_eval import __version__
+from agent_eval.errors import AgentEvalError, SuiteError
+
+EXIT_OK, EXIT_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    try:
+        code = cli.main(args=args, prog_name="agent-eval", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Error: interrupted", err=True)
+        code = EXIT_INTERRUPTED
+    except click.UsageError as exc:
+        if debug:
+            traceback.print_exc()
+        hint = f" (see agent-eval {exc.ctx.info_name} --help)" if exc.ctx else ""
+        if exc.ctx and exc.ctx.parent is None:
+            hint = " (see agent-eval --help)"
+        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        code = EXIT_INPUT
+    except (AgentEvalError, click.ClickException) as exc:
+        if debug:
+            traceback.print_exc()
+        message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+        click.echo(f"Error: {message}", err=True)
+        code = EXIT_INPUT
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="agent-eval")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+def cli(debug: bool) -> None:
+    """Measure AI agents on versioned, program-checked task suites.
+
+    Run a suite against any agent with repeats, keep one trajectory per attempt, score
+    every attempt deterministically, and report success, steps, tokens, seconds and cost.
+    """
+
+
+@contextmanager
+def progress_bar(total: int, label: str) -> Iterator[Any]:
+    """A rich progress bar on stderr, only when stderr is a terminal."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield (progress, progress.add_task(label, total=total))
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+@cli.command()
+@click.argument("suite")
+def validate(suite: str) -> int:
+    """Check SUITE (a path or a shipped name such as part26) and list every problem."""
+    from agent_eval.suite import load_suite
+
+    try:
+        loaded = load_suite(suite)
+    except SuiteError as exc:
+        for problem in exc.problems:
+            click.echo(problem)
+        raise SuiteError(f"suite {suite}: {len(exc.problems)} problem(s) listed above") from exc
+    s = loaded.suite
+    docs = f", documents in {loaded.documents}" if loaded.documents else ""
+    click.echo(f"ok  {s.name} {s.version}: {len(s.tasks)} task(s), {loaded.hash}{docs}")
+    return EXIT_OK
+
+
+RUN_HELP = """Run every task of a suite against an agent, with repeats.
+
+\b
+AGENT forms:  path/to/agent.py | package.module:object | builtin:NAME
+Examples:
+  agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
+  agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
+
+Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
+"""
+
+
+@cli.command(help=RUN_HELP)
+@click.option("--agent", required=True, help="A .py file, module:object or builtin:NAME.")
+@click.option("--tasks", default="part26", show_default=True, help="Suite file or shipped name.")
+@click.option("--only", multiple=True, help="Keep only tasks of this category (repeatable).")
+@click.option("--task-id", "task_ids", multiple=True, help="Keep only this task id (repeatable).")
+@click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
+@click.option("--out", help="Write the results JSON here.")
+@click.option(
+    "--trajectory-dir", default="trajectories", show_default=True,
+    help="Folder for one JSON-lines trajectory per attempt.",
+)
+@click.option(
+    "--base-url", envvar="OPENAI_BASE_URL", default="http://127.0.0.1:4000/v1", show_default=True,
+    help="OpenAI-compatible endpoint given to the agent [env OPENAI_BASE_URL].",
+)
+@click.option("--model", default="local/chat", show_default=True, help="Model name for the agent.")
+@click.option("--router-model", help="Model for a multi-agent router (default: --model).")
+@click.option(
+    "--api-key", envvar="OPENAI_API_KEY", help="API key for the endpoint [env OPENAI_API_KEY]; "
+    "never written to any file.",
+)
+@click.option("--workspace", help="Folder copied fresh into each attempt (default: suite's).")
+@click.option("--index", help="A search index built by `agent-eval index`, given to the agent.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Extra option passed to the agent (repeatable), e.g. tool_mode=json.")
+@click.option("--cost-per-million", type=float, help="Your price per million tokens.")
+@click.option("--input-cost-per-million", type=float, help="Your price per million input tokens.")
+@click.option("--output-cost-per-million", type=float, help="Your price per million output tokens.")
+@click.option("--quant", help="Quantisation label recorded with the run, e.g. Q4_K_M.")
+@click.option("--engine", help="Inference engine recorded with the run, e.g. llama.cpp.")
+@click.option("--engine-version", help="Engine version recorded with the run.")
+@click.option("--notes", help="Free text recorded with the run.")
+@click.option("--lab", help="Lab or project label recorded with the run.")
+@click.option("--labbook", help="Append the run's record to this JSON-lines file.")
+@click.option("--verbose", is_flag=True, help="Print each answer and what failed.")
+def run(**flags: Any) -> int:
+    from agent_eval.run.config import Prices, RunConfig, parse_options
+    from agent_eval.run.console import attempt_detail, attempt_line, header, summary_block
+    from agent_eval.run.runner import execute, prepare
+
+    config = RunConfig(
+        agent=flags["agent"],
+        tasks=flags["tasks"],
+        only=tuple(flags["only"]),
+        task_ids=tuple(flags["task_ids"]),
+        repeats=flags["repeats"],
+        out=_path(flags["out"]),
+        trajectory_dir=Path(flags["trajectory_dir"]),
+        base_url=flags["base_url"],
+        model=flags["model"],
+        router_model=flags["router_model"],
+        api_key=flags["api_key"],
+        workspace=_path(flags["workspace"]),
+        index=_path(flags["index"]),
+        options=parse_options(flags["options"]),
+        prices=Prices(
+            flags["cost_per_million"],
+            flags["input_cost_per_million"],
+            flags["output_cost_per_million"],
+        ),
+        quant=flags["quant"],
+        engine=flags["engine"],
+        engine_version=flags["engine_version"],
+        notes=flags["notes"],
+        lab=flags["lab"],
+        labbook=_path(flags["labbook"]),
+    )
+    prepared = prepare(config)
+    click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
+    click.echo(prepared.workspace_note, err=True)
+    with progress_bar(prepared.attempts, "attempts") as bar:
+
+        def on_attempt(row: Any) -> None:
+            click.echo(attempt_line(row))
+            if flags["verbose"]:
+                for line in attempt_detail(row):
+                    click.echo(line)
+            if bar is not None:
+                bar[0].advance(bar[1])
+
+        report = execute(prepared, on_attempt)
+    click.echo("")
+    for line in summary_block(report.document["run"]["summary"], config.prices.as_dict()):
+        click.echo(line)
+    if config.out is not None:
+        click.echo(f"results written to {config.out}", err=True)
+    if report.interrupted:
+        click.echo("Error: interrupted; the attempts that finished were written", err=True)
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+@cli.command()
+@click.argument("results")
+@click.option("--tasks", required=True, help="The suite to score against (path or name).")
+@click.option("--out", help="Write the rescored results here (default: only print).")
+def rescore(results: str, tasks: str, out: str | None) -> int:
+    """Score the saved attempts in RESULTS again against SUITE, without running anything."""
+    from agent_eval.run.rescore import rescore as rescore_results
+
+    outcome = rescore_results(Path(results), tasks, _path(out))
+    for line in outcome.lines:
+        click.echo(line)
+    return EXIT_OK if outcome.all_passed else EXIT_FAILED
+
+
+@cli.command()
+def demo() -> int:
+    """Run the shipped suite against a shipped agent and report it: the main job."""
+    from agent_eval.run.demo import run_demo
+
+    return run_demo(click.echo)
+
+
+# --- commands below are thin wrappers added per capability (append, keep each thin) ---

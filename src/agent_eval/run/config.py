@@ -1,0 +1,96 @@
+"""One validated object per `agent-eval run`: what to run, against what, and how to record it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_eval.errors import ConfigError
+
+DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
+"""The course gateway's address, where `agent-eval serve-model` also listens."""
+DEFAULT_MODEL = "local/chat"
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The user's own prices in currency units per million tokens; the harness invents none."""
+
+    per_million: float | None = None
+    input_per_million: float | None = None
+    output_per_million: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("per_million", "input_per_million", "output_per_million"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"price {name.replace('_', '-')} is {value}; give 0 or more")
+        if self.per_million is not None and (
+            self.input_per_million is not None or self.output_per_million is not None
+        ):
+            raise ConfigError(
+                "give either --cost-per-million or the input and output prices, not both"
+            )
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {
+            "per_million": self.per_million,
+            "input_per_million": self.input_per_million,
+            "output_per_million": self.output_per_million,
+        }
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in self.as_dict().values())
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything `run` needs; the CLI builds it from flags and the environment."""
+
+    agent: str
+    tasks: str
+    only: tuple[str, ...] = ()
+    """Categories to keep; empty keeps all."""
+    task_ids: tuple[str, ...] = ()
+    """Task ids to keep; empty keeps all."""
+    repeats: int = 1
+    out: Path | None = None
+    trajectory_dir: Path = Path("trajectories")
+    base_url: str = DEFAULT_BASE_URL
+    model: str = DEFAULT_MODEL
+    router_model: str | None = None
+    api_key: str | None = None
+    workspace: Path | None = None
+    index: Path | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    prices: Prices = field(default_factory=Prices)
+    quant: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    notes: str | None = None
+    lab: str | None = None
+    labbook: Path | None = None
+    timeout_per_task: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1:
+            raise ConfigError(f"--repeats {self.repeats}: give 1 or more")
+        if self.timeout_per_task is not None and self.timeout_per_task <= 0:
+            raise ConfigError(f"--timeout-per-task {self.timeout_per_task}: give seconds > 0")
+        if self.index is not None and not self.index.exists():
+            raise ConfigError(
+                f"--index {self.index}: no such index; build one with `agent-eval index DIR -o "
+                f"{self.index}`"
+            )
+
+
+def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`--option KEY=VALUE` pairs as a dict; a pair without '=' is a ConfigError."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--option {pair!r}: write it as KEY=VALUE")
+        options[key.strip()] = value
+    return options

@@ -1,0 +1,74 @@
+"""The console layout of the course harness, kept exactly so scripts that read it work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.records import AttemptResult
+
+
+def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
+    return f"{scaffold} x {model}: {tasks} task(s), {repeats} attempt(s) each"
+
+
+def attempt_line(row: AttemptResult) -> str:
+    mark = "ok " if row.passed else "BAD"
+    return (
+        f"  {mark} {row.task_id:<16} r{row.attempt}  {row.steps:>2} step(s)"
+        f"  {row.tokens:>7} tok  {row.seconds:6.1f}s"
+    )
+
+
+def attempt_detail(row: AttemptResult) -> list[str]:
+    """The --verbose lines under an attempt: its answer and whatever failed."""
+    answer = " ".join(row.answer.split())
+    lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
+    if not row.passed:
+        lines.append(f"      {row.failure_class}: " + _why(row))
+    return lines
+
+
+def _why(row: AttemptResult) -> str:
+    checks = row.checks
+    parts = [row.error] if row.error else []
+    if checks.missing:
+        parts.append("missing " + ", ".join(checks.missing))
+    if checks.forbidden_found:
+        parts.append("forbidden " + ", ".join(checks.forbidden_found))
+    for name in ("regex_ok", "tool_ok", "within_steps", "within_tokens", "within_seconds"):
+        if getattr(checks, name) is False:
+            parts.append(f"{name} false")
+    return "; ".join(parts) or f"stopped: {row.stopped}"
+
+
+def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> list[str]:
+    """success rate, mean steps, mean tokens, mean seconds, then cost or how to get it."""
+    exact = summary["exact"]
+    if not summary["runs"]:
+        return ["no attempts ran"]
+    lines = [
+        f"success rate  {exact['success_rate']:.2f}  ({summary['passed']} of {summary['runs']})",
+        f"mean steps    {exact['mean_steps']:.1f}",
+        f"mean tokens   {exact['mean_tokens']:.1f}",
+        f"mean seconds  {exact['mean_seconds']:.1f}",
+    ]
+    if summary.get("cost_per_task") is None:
+        lines.append(
+            "cost          not computed: give --cost-per-million PRICE "
+            "(or --input-cost-per-million and --output-cost-per-million)"
+        )
+        return lines
+    if prices.get("per_million") is not None:
+        used = f"at {prices['per_million']:g} per million tokens"
+    else:
+        used = (
+            f"at {prices.get('input_per_million') or 0:g} in / "
+            f"{prices.get('output_per_million') or 0:g} out per million tokens"
+        )
+    lines.append(f"cost per task {summary['cost_per_task']:.6f}  ({used})")
+    if summary.get("cost_unpriced_attempts"):
+        lines.append(
+            f"              {summary['cost_unpriced_attempts']} attempt(s) left out: "
+            "they did not report prompt and completion tokens"
+        )
+    return lines

@@ -1,0 +1,161 @@
+"""Find an agent from an --agent spec and call it under the entry-point contract.
+
+Forms: a Python file path, ``package.module:object``, ``builtin:NAME``. The agent is one
+callable, ``run_task(task, options) -> dict``, with optional ``build(options)``,
+``close()`` and ``SCAFFOLD_NAME``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_eval.errors import AgentLoadError
+from agent_eval.records import AgentReply
+
+MAX_ANSWER_CHARS = 100_000
+"""Longer answers are an agent error: a dump, not an answer, and a hazard for every file."""
+
+
+class AgentMisbehaved(Exception):
+    """run_task returned something outside the contract; the attempt is an agent_error."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A loaded entry point: the contract's callables and the name reports use."""
+
+    entry_point: str
+    scaffold: str
+    run_task: Callable[[str, dict[str, Any]], Any]
+    build: Callable[[dict[str, Any]], Any] | None
+    close: Callable[[], Any] | None
+
+
+def load_agent(spec: str) -> Agent:
+    """Import the agent an --agent value names, or raise AgentLoadError saying why."""
+    target = _import_target(spec)
+    run_task = getattr(target, "run_task", None)
+    if not callable(run_task):
+        raise AgentLoadError(
+            f"agent {spec}: has no callable run_task(task, options); define one that "
+            f"returns a dict with answer, steps and tokens"
+        )
+    name = getattr(target, "SCAFFOLD_NAME", None)
+    if not isinstance(name, str) or not name:
+        name = Path(spec.split(":")[-1]).stem if ":" not in spec else spec.split(":")[-1]
+    build, close = getattr(target, "build", None), getattr(target, "close", None)
+    return Agent(
+        spec,
+        name,
+        run_task,
+        build if callable(build) else None,
+        close if callable(close) else None,
+    )
+
+
+def _import_target(spec: str) -> Any:
+    if spec.startswith("builtin:"):
+        from agent_eval.agents import BUILTIN_AGENTS
+
+        name = spec.removeprefix("builtin:")
+        if name not in BUILTIN_AGENTS:
+            known = ", ".join(f"builtin:{n}" for n in sorted(BUILTIN_AGENTS))
+            raise AgentLoadError(f"agent {spec}: no such shipped agent (shipped: {known})")
+        return _import_target(BUILTIN_AGENTS[name])
+    path = Path(spec)
+    if spec.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise AgentLoadError(f"agent {spec}: no such file; check the path")
+        return _import_file(path)
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentLoadError(
+            f"agent {spec}: cannot import {module_name} ({exc}); give a .py file path, "
+            f"package.module:object or builtin:NAME"
+        ) from None
+    if not attr:
+        return module
+    if not hasattr(module, attr):
+        raise AgentLoadError(f"agent {spec}: module {module_name} has no attribute {attr}")
+    return getattr(module, attr)
+
+
+def _import_file(path: Path) -> ModuleType:
+    """Import a file as a module, with its folder on sys.path for its own imports."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = "agent_eval_user_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise AgentLoadError(f"agent {path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise AgentLoadError(f"agent {path}: importing it failed: {exc!r}") from exc
+    return module
+
+
+def coerce_reply(value: Any) -> AgentReply:
+    """Validate what run_task returned, coercing harmless numeric forms.
+
+    Raises AgentMisbehaved with a one-line reason for anything outside the contract.
+    """
+    if not isinstance(value, dict):
+        raise AgentMisbehaved(f"run_task returned {type(value).__name__}, not a dict")
+    missing = [key for key in ("answer", "steps", "tokens") if key not in value]
+    if missing:
+        raise AgentMisbehaved(f"run_task's dict lacks {', '.join(missing)}")
+    if not isinstance(value["answer"], str):
+        raise AgentMisbehaved(f"answer is {type(value['answer']).__name__}, not a string")
+    if len(value["answer"]) > MAX_ANSWER_CHARS:
+        raise AgentMisbehaved(
+            f"answer has {len(value['answer'])} characters, over {MAX_ANSWER_CHARS}"
+        )
+    fields = {key: value[key] for key in AgentReply.model_fields if key in value}
+    for key in ("steps", "tokens", "prompt_tokens", "completion_tokens"):
+        if key in fields and fields[key] is not None:
+            fields[key] = _as_count(key, fields[key])
+    if isinstance(fields.get("seconds"), int) and not isinstance(fields["seconds"], bool):
+        fields["seconds"] = float(fields["seconds"])
+    trajectory = fields.get("trajectory", [])
+    if not isinstance(trajectory, list) or not all(isinstance(r, dict) for r in trajectory):
+        raise AgentMisbehaved("trajectory must be a list of JSON objects")
+    try:
+        json.dumps(trajectory, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise AgentMisbehaved(f"trajectory is not JSON-serialisable ({exc})") from None
+    try:
+        return AgentReply.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise AgentMisbehaved(f"{where}: {first['msg']}") from None
+
+
+def _as_count(key: str, raw: Any) -> int:
+    """An integer count from an int, an integral float or a digit string."""
+    if isinstance(raw, bool):
+        raise AgentMisbehaved(f"{key} is a boolean, not a count")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    raise AgentMisbehaved(f"{key} is {raw!r}, not a whole number")

@@ -1,0 +1,52 @@
+"""Write results atomically and append labbook lines that concurrent runs cannot tear."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def write_json_atomic(
+    path: Path, document: dict[str, Any], redact: Callable[[str], str] | None = None
+) -> None:
+    """Write to a temporary file in the same folder, flush, then rename over the target.
+
+    A crash leaves either the old file or the new one, never half of one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    if redact is not None:
+        text = redact(text)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_labbook(
+    path: Path, run: dict[str, Any], redact: Callable[[str], str] | None = None
+) -> None:
+    """Append one JSON line under an exclusive lock, in a single write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(run, ensure_ascii=False, separators=(",", ":"))
+    if redact is not None:
+        line = redact(line)
+    with path.open("a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,56 @@
+"""Each attempt starts from a fresh copy of the suite's documents, so no attempt can
+change what another attempt, or the shipped suite, sees."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from agent_eval.errors import ConfigError
+from agent_eval.suite import LoadedSuite
+
+
+def workspace_source(loaded: LoadedSuite, workspace: Path | None) -> tuple[Path | None, str]:
+    """The folder each attempt copies, and a note for the console about where it came from.
+
+    An explicit --workspace wins. When it names a folder that does not exist yet and the
+    suite ships documents, the folder is created with them, so the course's commands
+    (`--workspace ./agent-workspace`) work verbatim on a fresh clone.
+    """
+    if workspace is None:
+        if loaded.documents is None:
+            return None, "workspace: empty (the suite names no documents; give --workspace)"
+        return loaded.documents, f"workspace: {_count(loaded.documents)} from the suite"
+    if workspace.is_dir():
+        return workspace, f"workspace: {_count(workspace)} from {workspace}"
+    if workspace.exists():
+        raise ConfigError(f"--workspace {workspace}: is a file, not a folder; give a folder")
+    if loaded.documents is None:
+        raise ConfigError(
+            f"--workspace {workspace}: no such folder; create it with the agent's documents"
+        )
+    shutil.copytree(loaded.documents, workspace)
+    return workspace, f"workspace: created {workspace} with {_count(workspace)} from the suite"
+
+
+def _count(folder: Path) -> str:
+    files = sum(1 for p in folder.rglob("*") if p.is_file())
+    return f"{files} file{'s' if files != 1 else ''}"
+
+
+@contextmanager
+def fresh_workspace(source: Path | None) -> Iterator[Path]:
+    """A temporary copy of ``source`` (or an empty folder), removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="agent-eval-"))
+    try:
+        folder = root / "workspace"
+        if source is None:
+            folder.mkdir()
+        else:
+            shutil.copytree(source, folder, symlinks=True)
+        yield folder
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

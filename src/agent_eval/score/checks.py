@@ -1,0 +1,80 @@
+"""The course's checks, exactly, as pure functions of a task and what an attempt produced.
+
+These semantics are the contract that keeps runs comparable with the course harness:
+case-insensitive substring tests, ``re.search`` with IGNORECASE, a tool name looked up
+under the trajectory key ``tool``, and reported steps against ``max_steps``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agent_eval.records import Checks, FailureClass, Task
+
+BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget"})
+"""Agent stop reasons that mean a budget ran out."""
+
+
+def tools_used(trajectory: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Tool names under the key ``tool`` in trajectory records, in first-use order."""
+    seen: dict[str, None] = {}
+    for record in trajectory:
+        name = record.get("tool")
+        if isinstance(name, str):
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+def score_attempt(
+    task: Task,
+    answer: str,
+    steps: int,
+    used: list[str],
+    tokens: int = 0,
+    seconds: float = 0.0,
+) -> Checks:
+    """Every named check for one attempt; ``passed`` needs all of them."""
+    lowered = answer.lower()
+    missing = [s for s in task.expect_in_answer if s.lower() not in lowered]
+    forbidden = [s for s in task.expect_not_in_answer if s.lower() in lowered]
+    regex_ok = (
+        None
+        if task.expect_regex is None
+        else re.search(task.expect_regex, answer, re.IGNORECASE) is not None
+    )
+    tool_ok = None if task.expect_tool is None else task.expect_tool in used
+    within_steps = None if task.max_steps is None else steps <= task.max_steps
+    within_tokens = None if task.max_tokens is None else tokens <= task.max_tokens
+    within_seconds = None if task.max_seconds is None else seconds <= task.max_seconds
+    optional = (regex_ok, tool_ok, within_steps, within_tokens, within_seconds)
+    passed = not missing and not forbidden and all(ok is not False for ok in optional)
+    return Checks(
+        passed=passed,
+        missing=missing,
+        forbidden_found=forbidden,
+        regex_ok=regex_ok,
+        tool_ok=tool_ok,
+        within_steps=within_steps,
+        within_tokens=within_tokens,
+        within_seconds=within_seconds,
+        tools_used=used,
+    )
+
+
+def classify(checks: Checks, stopped: str) -> FailureClass:
+    """The failure class of a scored attempt whose agent returned normally.
+
+    The verdict stays the course's (every check holds). A failed attempt whose model
+    endpoint failed is infrastructure, never a wrong answer; one whose budget ran out is
+    over_budget.
+    """
+    if checks.passed:
+        return "passed"
+    if stopped == "model_error":
+        return "infra_error"
+    over = (checks.within_steps, checks.within_tokens, checks.within_seconds)
+    if stopped in BUDGET_STOPS or False in over:
+        return "over_budget"
+    return "wrong_answer"

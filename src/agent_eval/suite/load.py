@@ -1,0 +1,164 @@
+"""Read a suite file, report every problem in it at once, and hash its task content."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_eval.errors import SuiteError
+from agent_eval.records import Suite, Task
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "suites"
+SHIPPED_FILES = {"part26": "part26/agent-tasks.json"}
+"""Shipped suites by name; each folder holds the suite file and its `workspace/` documents."""
+
+SUITE_FIELDS = tuple(Suite.model_fields)
+TASK_FIELDS = tuple(Task.model_fields)
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """A validated suite with where it came from and what identifies its content."""
+
+    suite: Suite
+    path: Path
+    hash: str
+    documents: Path | None
+    """The folder copied into each attempt's workspace, when the suite has one."""
+    shipped: str | None = None
+    """The shipped name (part26...) when it was loaded by name."""
+
+
+def shipped_suites() -> dict[str, Path]:
+    """Map each shipped suite's name to its file."""
+    return {name: SHIPPED_DIR / rel for name, rel in SHIPPED_FILES.items()}
+
+
+def suite_hash(suite: Suite) -> str:
+    """A hash of the canonical task content: sorted keys, defaults left out.
+
+    Leaving defaults out keeps the hash stable when a later version of the format adds an
+    optional field, so only a real change of content changes it.
+    """
+    tasks = [task.model_dump(mode="json", exclude_defaults=True) for task in suite.tasks]
+    canonical = json.dumps(tasks, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def load_suite(spec: str | Path) -> LoadedSuite:
+    """Load a suite by shipped name or path; raise SuiteError listing every problem."""
+    shipped = shipped_suites()
+    name = str(spec)
+    if name in shipped:
+        path, shipped_name = shipped[name], name
+    else:
+        path, shipped_name = Path(spec), None
+        if not path.is_file():
+            known = ", ".join(sorted(shipped))
+            raise SuiteError(
+                f"suite {name}: no such file and no shipped suite of that name "
+                f"(shipped suites: {known})"
+            )
+    label = path.name
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SuiteError(f"suite {label}: not UTF-8 text; save it as UTF-8 JSON") from None
+    except json.JSONDecodeError as exc:
+        raise SuiteError(
+            f"suite {label}: not valid JSON at line {exc.lineno} column {exc.colno} "
+            f"({exc.msg}); fix the syntax there"
+        ) from None
+    problems = validate(raw, label)
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise SuiteError(f"suite {label}: {count}; first: {problems[0]}", problems)
+    suite = Suite.model_validate(raw)
+    return LoadedSuite(suite, path, suite_hash(suite), _documents(suite, path), shipped_name)
+
+
+def validate(raw: Any, label: str) -> list[str]:
+    """Every problem in a parsed suite, one line each, naming the task, field and fix."""
+    if not isinstance(raw, dict):
+        return [f"suite {label}: the top level must be a JSON object with name, version, tasks"]
+    problems = [
+        f"suite {label}: {msg}" for msg in _field_problems(raw, Suite, SUITE_FIELDS, "tasks")
+    ]
+    tasks = raw.get("tasks")
+    if not isinstance(tasks, list):
+        if "tasks" in raw:
+            problems.append(f"suite {label}: field 'tasks' must be a list of task objects")
+        return problems
+    if not tasks:
+        problems.append(f"suite {label}: field 'tasks' is empty; add at least one task")
+    seen: dict[str, int] = {}
+    for number, task in enumerate(tasks, start=1):
+        where = f"task {task.get('id')}" if isinstance(task, dict) and task.get("id") else ""
+        where = f"suite {label}, {where or f'task #{number}'}"
+        if not isinstance(task, dict):
+            problems.append(f"{where}: must be a JSON object")
+            continue
+        problems += [f"{where}: {msg}" for msg in _field_problems(task, Task, TASK_FIELDS)]
+        task_id = task.get("id")
+        if isinstance(task_id, str):
+            if task_id in seen:
+                problems.append(
+                    f"{where}: duplicate id (also task #{seen[task_id]}); give each task its own id"
+                )
+            seen.setdefault(task_id, number)
+    return problems
+
+
+def _field_problems(
+    raw: dict[str, Any], model: type[Suite] | type[Task], known: tuple[str, ...], *skip: str
+) -> list[str]:
+    """Unknown fields with a suggestion, then the model's own type and value errors."""
+    problems = []
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(known)})"
+            problems.append(f"unknown field '{key}'{hint}")
+    checked = {k: v for k, v in raw.items() if k in known and k not in skip}
+    if model is Suite:
+        checked["tasks"] = []
+    try:
+        model.model_validate(checked)
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "(object)"
+            problems.append(f"field '{field}': {_explain(error)}")
+    return problems
+
+
+def _explain(error: Any) -> str:
+    """A pydantic error in the words of a suite author, with the fix."""
+    kind, msg = error["type"], error["msg"]
+    if kind == "missing":
+        return "is required; add it"
+    if kind == "list_type":
+        return "must be a list of strings, for example [\"4000\"]"
+    if kind in ("string_type", "int_type", "float_type", "bool_type"):
+        wanted = kind.split("_")[0].replace("str", "string").replace("int", "integer")
+        return f"must be a {wanted}, not {type(error.get('input')).__name__}"
+    if kind == "value_error":
+        return str(msg).removeprefix("Value error, ")
+    return str(msg)
+
+
+def _documents(suite: Suite, path: Path) -> Path | None:
+    """The folder each attempt starts from: the one the suite names, or shipped documents."""
+    if suite.workspace:
+        named = (path.parent / suite.workspace).resolve()
+        if named.is_dir() and named.is_relative_to(path.parent.resolve()):
+            return named
+    sibling = path.parent / "workspace"
+    if path.resolve().is_relative_to(SHIPPED_DIR) and sibling.is_dir():
+        return sibling
+    return None
