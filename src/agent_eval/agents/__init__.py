@@ -1,1 +1,12 @@
-"""agents."""
+"""The shipped agents, by the name `--agent builtin:NAME` uses."""
+
+from __future__ import annotations
+
+BUILTIN_AGENTS: dict[str, str] = {
+    "empty": "agent_eval.agents.baselines:empty",
+    "echo": "agent_eval.agents.baselines:echo",
+    "dump-documents": "agent_eval.agents.baselines:dump_documents",
+    "top-passage": "agent_eval.agents.baselines:top_passage",
+    "cannot-find": "agent_eval.agents.baselines:cannot_find",
+}
+"""Name -> `module` or `module:object`; each target satisfies the entry-point contract."""
