@@ -1,5 +1,48 @@
-"""agent-eval: measure AI agents on versioned, program-checked task suites."""
+"""agent-eval: measure AI agents on versioned, program-checked task suites.
+
+The public API is re-exported here and loaded lazily, so that importing one part of the
+package (say, the records) never drags in the rest.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "AgentEvalError": "agent_eval.errors",
+    "AgentLoadError": "agent_eval.errors",
+    "ConfigError": "agent_eval.errors",
+    "ExtraMissingError": "agent_eval.errors",
+    "ModelEndpointError": "agent_eval.errors",
+    "ResultsError": "agent_eval.errors",
+    "SuiteError": "agent_eval.errors",
+    "AgentReply": "agent_eval.records",
+    "AttemptResult": "agent_eval.records",
+    "Checks": "agent_eval.records",
+    "Suite": "agent_eval.records",
+    "Task": "agent_eval.records",
+    "LoadedSuite": "agent_eval.suite",
+    "load_suite": "agent_eval.suite",
+    "classify": "agent_eval.score.checks",
+    "score_attempt": "agent_eval.score.checks",
+    "Prices": "agent_eval.run.config",
+    "RunConfig": "agent_eval.run.config",
+    "RunReport": "agent_eval.run.runner",
+    "execute": "agent_eval.run.runner",
+    "prepare": "agent_eval.run.runner",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'agent_eval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -137,6 +137,15 @@ def _field_problems(
     return problems
 
 
+WANTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "dict_type": "an object",
+}
+
+
 def _explain(error: Any) -> str:
     """A pydantic error in the words of a suite author, with the fix."""
     kind, msg = error["type"], error["msg"]
@@ -144,9 +153,8 @@ def _explain(error: Any) -> str:
         return "is required; add it"
     if kind == "list_type":
         return "must be a list of strings, for example [\"4000\"]"
-    if kind in ("string_type", "int_type", "float_type", "bool_type"):
-        wanted = kind.split("_")[0].replace("str", "string").replace("int", "integer")
-        return f"must be a {wanted}, not {type(error.get('input')).__name__}"
+    if kind in WANTED:
+        return f"must be {WANTED[kind]}, not {type(error.get('input')).__name__}"
     if kind == "value_error":
         return str(msg).removeprefix("Value error, ")
     return str(msg)

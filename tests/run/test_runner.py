@@ -1,0 +1,321 @@
+"""The runner on a deterministic agent: every figure checked against hand computation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent_eval.errors import AgentLoadError, ConfigError
+from agent_eval.run.config import Prices, RunConfig
+from agent_eval.run.runner import execute, prepare
+
+AGENT = """
+SCAFFOLD_NAME = "scripted"
+PLAN = {
+    ("a", 1): ("yes", 2, 100), ("a", 2): ("no", 4, 300), ("a", 3): ("yes", 3, 200),
+    ("b", 1): ("x", 5, 50), ("b", 2): ("x", 1, 10),
+}
+calls = []
+
+def build(options):
+    calls.append("build")
+
+def run_task(task, options):
+    key = (options["task_id"], options["attempt"])
+    if key not in PLAN:
+        raise RuntimeError("no plan for " + repr(key))
+    answer, steps, tokens = PLAN[key]
+    return {"answer": answer, "steps": steps, "tokens": tokens,
+            "trajectory": [{"type": "tool", "tool": "read_file", "args": {"path": "f"}}]}
+
+def close():
+    calls.append("close")
+"""
+
+TASKS = [
+    {"id": "a", "task": "Say yes.", "category": "one", "expect_in_answer": ["yes"]},
+    {"id": "b", "task": "Say x.", "category": "two", "expect_in_answer": ["x"], "max_steps": 3},
+]
+
+
+@pytest.fixture
+def config(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> RunConfig:
+    return RunConfig(
+        agent=str(write_agent(AGENT)),
+        tasks=str(write_suite(TASKS)),
+        repeats=3,
+        out=tmp_path / "r.json",
+        trajectory_dir=tmp_path / "traj",
+        labbook=tmp_path / "lb.jsonl",
+        prices=Prices(per_million=2.0),
+        model="m/1",
+    )
+
+
+def test_figures_match_hand_computation(config: RunConfig) -> None:
+    report = execute(prepare(config))
+    doc = json.loads(config.out.read_text())  # type: ignore[union-attr]
+    summary = doc["run"]["summary"]
+    assert {
+        k: summary[k]
+        for k in (
+            "runs",
+            "passed",
+            "success_rate",
+            "mean_steps",
+            "stdev_steps",
+            "mean_tokens",
+            "stdev_tokens",
+            "total_tokens",
+        )
+    } == {
+        "runs": 6,
+        "passed": 3,
+        "success_rate": 0.5,
+        "mean_steps": 2.5,
+        "stdev_steps": 1.71,
+        "mean_tokens": 110.0,
+        "stdev_tokens": 108.0,
+        "total_tokens": 660,
+    }
+    assert summary["exact"]["stdev_steps"] == pytest.approx((17.5 / 6) ** 0.5)
+    assert summary["cost_total"] == pytest.approx(660 * 2.0 / 1e6)
+    assert summary["cost_per_task"] == pytest.approx(660 * 2.0 / 1e6 / 6)
+    assert summary["failure_classes"] == {
+        "agent_error": 1,
+        "over_budget": 1,
+        "passed": 3,
+        "wrong_answer": 1,
+    }
+    a, b = doc["per_task"]
+    assert {
+        k: a[k]
+        for k in (
+            "attempts",
+            "successes",
+            "success_rate",
+            "min_steps",
+            "max_steps",
+            "min_tokens",
+            "max_tokens",
+            "first_failure",
+        )
+    } == {
+        "attempts": 3,
+        "successes": 2,
+        "success_rate": 0.667,
+        "min_steps": 2,
+        "max_steps": 4,
+        "min_tokens": 100,
+        "max_tokens": 300,
+        "first_failure": "r2: missing 'yes'",
+    }
+    assert a["pass_hat_k"] == pytest.approx({"1": 2 / 3, "2": 1 / 3, "3": 0.0})
+    assert (b["successes"], b["min_steps"], b["max_steps"]) == (1, 0, 5)
+    assert b["first_failure"] == "r1: 5 steps over the limit"
+    classes = [(r["task_id"], r["attempt"], r["failure_class"]) for r in doc["results"]]
+    assert classes == [
+        ("a", 1, "passed"),
+        ("a", 2, "wrong_answer"),
+        ("a", 3, "passed"),
+        ("b", 1, "over_budget"),
+        ("b", 2, "passed"),
+        ("b", 3, "agent_error"),
+    ]
+    crashed = doc["results"][5]
+    assert crashed["error"] == "run_task raised RuntimeError: no plan for ('b', 3)"
+    assert not report.all_passed
+
+
+def test_run_record_and_labbook(config: RunConfig) -> None:
+    execute(prepare(config))
+    execute(prepare(config))
+    lines = config.labbook.read_text().splitlines()  # type: ignore[union-attr]
+    assert len(lines) == 2
+    run = json.loads(lines[0])
+    for key in (
+        "lab",
+        "run_id",
+        "scaffold",
+        "agent_entry_point",
+        "task_set",
+        "task_set_version",
+        "model",
+        "router_model",
+        "quant",
+        "engine",
+        "engine_version",
+        "base_url",
+        "repeats",
+        "host",
+        "date",
+        "wall_seconds",
+        "notes",
+        "summary",
+        "suite_hash",
+        "harness_version",
+        "concurrency",
+        "limits",
+    ):
+        assert key in run
+    assert (run["scaffold"], run["task_set"], run["repeats"]) == ("scripted", "tiny", 3)
+
+
+def test_trajectory_files(config: RunConfig) -> None:
+    execute(prepare(config))
+    files = sorted(config.trajectory_dir.iterdir())
+    assert len(files) == 6
+    assert all("-scripted-m_1-" in f.name for f in files)
+    assert files[0].name.endswith("-a-r1.jsonl")
+    lines = [json.loads(line) for line in files[0].read_text().splitlines()]
+    meta = lines[0]["meta"]
+    assert (meta["task_id"], meta["attempt"], meta["suite"]) == ("a", 1, "tiny")
+    assert meta["suite_hash"].startswith("sha256:")
+    assert lines[1] == {"type": "tool", "tool": "read_file", "args": {"path": "f"}}
+    assert lines[-1]["type"] == "score"
+    assert lines[-1]["passed"] is True
+    assert lines[-1]["checks"]["tools_used"] == ["read_file"]
+
+
+def test_workspace_is_fresh_for_every_attempt(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.md").write_text("original")
+    agent = write_agent("""
+        import os, pathlib
+        def run_task(task, options):
+            ws = pathlib.Path(options["workspace"])
+            seen = sorted(p.name for p in ws.iterdir())
+            text = (ws / "note.md").read_text()
+            (ws / "note.md").unlink()
+            (ws / "junk.txt").write_text("x")
+            return {"answer": f"{seen} {text}", "steps": 1, "tokens": 1}
+    """)
+    suite = write_suite(
+        [{"id": "t", "task": "look", "expect_in_answer": ["['note.md'] original"]}],
+        workspace="docs",
+    )
+    config = RunConfig(
+        agent=str(agent), tasks=str(suite), repeats=3, trajectory_dir=tmp_path / "traj"
+    )
+    report = execute(prepare(config))
+    assert [row.passed for row in report.rows] == [True, True, True]
+    assert sorted(p.name for p in docs.iterdir()) == ["note.md"]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("return 'text'", "run_task returned str, not a dict"),
+        ("return {'answer': 'a', 'steps': 1}", "run_task's dict lacks tokens"),
+        ("return {'answer': 5, 'steps': 1, 'tokens': 1}", "answer is int, not a string"),
+        ("return {'answer': 'a', 'steps': 'many', 'tokens': 1}", "steps is 'many', not a whole"),
+        ("return {'answer': 'a', 'steps': -1, 'tokens': 1}", "steps: Input should be greater"),
+        ("return {'answer': 'a' * 200001, 'steps': 1, 'tokens': 1}", "answer has 200001 char"),
+        (
+            "return {'answer': 'a', 'steps': 1, 'tokens': 1, 'trajectory': [object()]}",
+            "trajectory must be a list of JSON objects",
+        ),
+        (
+            "return {'answer': 'a', 'steps': 1, 'tokens': 1, 'trajectory': [{'x': {1, 2}}]}",
+            "trajectory is not JSON-serialisable",
+        ),
+        ("import sys; sys.exit(3)", "run_task raised SystemExit: 3"),
+        ("raise ValueError('bad')", "run_task raised ValueError: bad"),
+    ],
+)
+def test_misbehaving_agent_is_an_agent_error_and_the_run_goes_on(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[[str], Path],
+    body: str,
+    reason: str,
+) -> None:
+    agent = write_agent(f"""
+        def run_task(task, options):
+            if options["task_id"] == "ok":
+                return {{"answer": "fine", "steps": 1.0, "tokens": "7"}}
+            {body}
+    """)
+    suite = write_suite([{"id": "bad", "task": "q"}, {"id": "ok", "task": "q"}])
+    config = RunConfig(agent=str(agent), tasks=str(suite), trajectory_dir=tmp_path / "t")
+    bad, ok = execute(prepare(config)).rows
+    assert bad.failure_class == "agent_error"
+    assert bad.stopped == "agent_error"
+    assert bad.error is not None and reason in bad.error
+    assert (ok.passed, ok.steps, ok.tokens) == (True, 1, 7)
+
+
+def test_failing_build_is_a_load_error(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    agent = write_agent("""
+        def build(options):
+            raise RuntimeError("no model")
+        def run_task(task, options):
+            return {}
+    """)
+    config = RunConfig(
+        agent=str(agent),
+        tasks=str(write_suite([{"id": "t", "task": "q"}])),
+        trajectory_dir=tmp_path / "t",
+    )
+    with pytest.raises(AgentLoadError, match=r"build\(\) failed: RuntimeError\('no model'\)"):
+        execute(prepare(config))
+
+
+def test_secrets_never_reach_a_file(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    agent = write_agent("""
+        def run_task(task, options):
+            leak = options["api_key"] + " " + options["db_password"]
+            return {"answer": leak, "steps": 1, "tokens": 1,
+                    "trajectory": [{"type": "model", "content": leak}]}
+    """)
+    config = RunConfig(
+        agent=str(agent),
+        tasks=str(write_suite([{"id": "t", "task": "q"}])),
+        trajectory_dir=tmp_path / "t",
+        out=tmp_path / "r.json",
+        labbook=tmp_path / "lb.jsonl",
+        api_key="sk-live-abcdef",
+        options={"db_password": "hunter22", "max_tokens": "512"},
+    )
+    execute(prepare(config))
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl"):
+            text = path.read_text()
+            assert "sk-live-abcdef" not in text and "hunter22" not in text, path
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["options"] == {"db_password": "[redacted]", "max_tokens": "512"}
+
+
+def test_selection_errors_suggest(config: RunConfig) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(ConfigError, match=r"--task-id aa: not in this suite \(did you mean 'a'"):
+        prepare(replace(config, task_ids=("aa",)))
+    with pytest.raises(ConfigError, match=r"--only tw: not in this suite \(did you mean 'two'"):
+        prepare(replace(config, only=("tw",)))
+    assert [t.id for t in prepare(replace(config, only=("two",))).tasks] == ["b"]
+
+
+def test_unknown_agents(tmp_path: Path) -> None:
+    from agent_eval.run.entry import load_agent
+
+    with pytest.raises(AgentLoadError, match="no such file"):
+        load_agent(str(tmp_path / "missing.py"))
+    with pytest.raises(AgentLoadError, match=r"no such shipped agent \(shipped: .*builtin:echo"):
+        load_agent("builtin:nope")
+    with pytest.raises(AgentLoadError, match="cannot import no_such_module_x"):
+        load_agent("no_such_module_x:agent")
+    with pytest.raises(AgentLoadError, match="has no callable run_task"):
+        load_agent("json")

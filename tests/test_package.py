@@ -1,0 +1,49 @@
+"""The package's shape: the public API is pinned and dependencies point one way."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import agent_eval
+
+PUBLIC = [
+    "AgentEvalError", "AgentLoadError", "AgentReply", "AttemptResult", "Checks", "ConfigError",
+    "ExtraMissingError", "LoadedSuite", "ModelEndpointError", "Prices", "ResultsError",
+    "RunConfig", "RunReport", "Suite", "SuiteError", "Task", "__version__", "classify",
+    "execute", "load_suite", "prepare", "score_attempt",
+]  # fmt: skip
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(agent_eval.__all__) == sorted(PUBLIC)
+    for name in PUBLIC:
+        assert getattr(agent_eval, name) is not None
+
+
+# package -> the agent_eval packages it must never pull in when imported alone
+FORBIDDEN = {
+    "records": ["suite", "score", "tools", "models", "agents", "run", "report", "trace", "cli"],
+    "errors": ["records", "suite", "score", "tools", "models", "agents", "run", "report", "cli"],
+    "suite": ["score", "tools", "models", "agents", "run", "report", "cli"],
+    "score": ["tools", "models", "agents", "run", "report", "cli"],
+    "tools": ["suite", "score", "models", "agents", "run", "report", "cli"],
+    "models": ["suite", "score", "tools", "agents", "run", "report", "cli"],
+    "agents": ["run", "report", "cli"],
+    "report": ["run", "agents", "tools", "models", "cli"],
+    "run": ["cli"],
+}
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_dependencies_point_one_way(package: str) -> None:
+    code = (
+        f"import sys, agent_eval.{package}\n"
+        "print(' '.join(sorted({m.split('.')[1] for m in sys.modules "
+        "if m.startswith('agent_eval.')})))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    pulled = set(done.stdout.split())
+    assert not pulled & set(FORBIDDEN[package]), f"{package} pulled in {pulled}"
