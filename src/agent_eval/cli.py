@@ -11,6 +11,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,16 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--lab", help="Lab or project label recorded with the run.")
 @click.option("--labbook", help="Append the run's record to this JSON-lines file.")
 @click.option("--verbose", is_flag=True, help="Print each answer and what failed.")
+@click.option("--concurrency", default=1, show_default=True, type=int,
+              help="Attempts run side by side, each in its own worker process.")
+@click.option("--max-infra-retries", default=2, show_default=True, type=int,
+              help="Retries of an attempt whose endpoint failed (down, timeout, 429, 5xx).")
+@click.option("--timeout-per-task", type=float,
+              help="Hard time budget per attempt in seconds (a task's max_seconds wins).")
+@click.option("--max-memory-mb", type=int, help="Memory limit of each worker process.")
+@click.option("--resume", help="Continue an interrupted run from its results file or journal.")
+@click.option("--seed", type=int, help="Seed for every choice the harness makes.")
+@click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
 def run(**flags: Any) -> int:
     from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.console import attempt_detail, attempt_line, header, summary_block
@@ -179,7 +190,16 @@ def run(**flags: Any) -> int:
         notes=flags["notes"],
         lab=flags["lab"],
         labbook=_path(flags["labbook"]),
+        concurrency=flags["concurrency"],
+        max_infra_retries=flags["max_infra_retries"],
+        timeout_per_task=flags["timeout_per_task"],
+        max_memory_mb=flags["max_memory_mb"],
+        resume=_path(flags["resume"]),
+        seed=flags["seed"],
+        shuffle=flags["shuffle"],
     )
+    if config.resume is not None and config.out is None and config.resume.suffix == ".json":
+        config = replace(config, out=config.resume)
     prepared = prepare(config)
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     click.echo(prepared.workspace_note, err=True)
@@ -194,6 +214,8 @@ def run(**flags: Any) -> int:
                 bar[0].advance(bar[1])
 
         report = execute(prepared, on_attempt)
+    if report.resumed:
+        click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
     click.echo("")
     for line in summary_block(report.document["run"]["summary"], config.prices.as_dict()):
         click.echo(line)
@@ -228,3 +250,154 @@ def demo() -> int:
 
 
 # --- commands below are thin wrappers added per capability (append, keep each thin) ---
+
+
+@cli.command("serve-model")
+@click.option("--port", default=4000, show_default=True, type=int, help="Port; 0 picks a free one.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True,
+    help="Address to bind; a non-loopback one needs --allow-remote.",
+)
+@click.option(
+    "--model-path", type=click.Path(exists=True, dir_okay=False),
+    help="Serve this GGUF file instead of the shipped Gemma 3 270M Q4_K_M.",
+)
+@click.option(
+    "--parallel", default=1, show_default=True, type=click.IntRange(min=1),
+    help="Model instances, that is requests answered at once.",
+)
+@click.option(
+    "--n-ctx", default=8192, show_default=True, type=click.IntRange(min=256),
+    help="Context window per instance, in tokens.",
+)
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no auth).")
+def serve_model(
+    port: int, host: str, model_path: str | None, parallel: int, n_ctx: int, allow_remote: bool
+) -> int:
+    """Serve a GGUF model over an OpenAI-compatible API until Ctrl-C.
+
+    It answers the models local/chat, local/answer and local/router, and reports the
+    model file, quantisation and engine version at /health.
+    """
+    import os
+
+    from agent_eval.models.local_server import LocalModelServer
+
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    server = LocalModelServer(
+        model_path=_path(model_path), host=host, port=port, parallel=parallel, n_ctx=n_ctx,
+        allow_remote=allow_remote, cache_dir=Path(xdg) / "agent-eval" / "models" if xdg else None,
+    )
+    server.open()
+    info = server.health()
+    click.echo(
+        f"serving {info['model_file']} ({info['quant']}, {info['engine']} via "
+        f"{info['engine_binding']} {info['engine_version']}) at {server.base_url}"
+    )
+    click.echo(f"models: {', '.join(c['id'] for c in server.model_cards())}; Ctrl-C stops")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
+    return EXIT_OK
+
+
+@cli.command("mock-model")
+@click.option("--script", "script_path", required=True, help="The JSON script of replies.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=4001, show_default=True, type=click.IntRange(0, 65535),
+    help="Port to listen on (0 picks a free one).",
+)
+@click.option(
+    "--latency", default=0.0, show_default=True, type=click.FloatRange(min=0),
+    help="Seconds added to every reply.",
+)
+@click.option(
+    "--fault-rate", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+    help="Share of requests that fail with an injected fault.",
+)
+@click.option(
+    "--faults", default="429,500,503,timeout,malformed", show_default=True,
+    help="Comma-separated fault kinds drawn at --fault-rate (also no_choices).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault draws.")
+def mock_model(
+    script_path: str, host: str, port: int, latency: float, fault_rate: float, faults: str,
+    seed: int,
+) -> int:
+    """Serve scripted chat-completion replies until Ctrl-C, for hermetic agent tests.
+
+    The server answers /v1/models and /v1/chat/completions from the script's rules and
+    ordered replies, in native tool-call or JSON-action mode (see examples/mock-replies.json).
+    """
+    from agent_eval.models.mock_server import serve
+
+    kinds = tuple(k.strip() for k in faults.split(",") if k.strip())
+    serve(script_path, host, port, latency, fault_rate, kinds, seed)
+    return EXIT_OK
+
+
+@cli.command()
+@click.argument("results")
+@click.option(
+    "--format", "fmt", default="text", show_default=True,
+    type=click.Choice(["text", "markdown", "junit", "html", "json"]),
+    help="text for a terminal, markdown for a CI step summary, junit for CI dashboards, "
+    "html for one self-contained page with plots, json for machines.",
+)
+@click.option("--out", help="Write the report to this file instead of printing it.")
+def report(results: str, fmt: str, out: str | None) -> int:
+    """Report one run from its RESULTS file alone: success with intervals, pass@k and
+    pass^k, the variance split, unstable tasks, failure classes, tokens and cost.
+    """
+    from agent_eval.report import load_results, render_report, write_output
+
+    text = render_report(load_results(results), fmt)
+    if out:
+        write_output(text, out)
+        click.echo(f"{fmt} report written to {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+    return EXIT_OK
+
+
+@cli.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--format", "fmt", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
+@click.option("--alpha", default=0.05, show_default=True, type=float,
+              help="Significance level of both tests and of the planning figures.")
+@click.option("--power", default=0.8, show_default=True, type=float,
+              help="Power the repeats-needed and MDE figures plan for.")
+@click.option("--delta", type=float,
+              help="Difference in success rate to plan for (default: the observed one).")
+@click.option("--fail-if-worse", is_flag=True,
+              help="Exit 2 when B is worse than A beyond attempt noise on this suite.")
+@click.option("--allow-suite-change", is_flag=True,
+              help="Pair the shared task ids even though the suite hashes differ.")
+def compare(a: str, b: str, fmt: str, alpha: float, power: float, delta: float | None,
+            fail_if_worse: bool, allow_suite_change: bool) -> int:
+    """Compare run B against run A, paired by task id, and say whether the change is real."""
+    from agent_eval.report import compare_runs, load_results, render_compare
+
+    result = compare_runs(load_results(a), load_results(b), alpha=alpha, power=power,
+                          delta=delta, allow_suite_change=allow_suite_change)
+    click.echo(render_compare(result, fmt), nl=False)
+    if fail_if_worse and result["worse_beyond_noise"]:
+        click.echo("B is worse than A beyond attempt noise (--fail-if-worse)", err=True)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+@cli.command()
+@click.option("--labbook", required=True, help="The JSON-lines file runs appended to.")
+@click.option("--format", "fmt", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
+def history(labbook: str, fmt: str) -> int:
+    """List the runs in a labbook over time, and flag suites changed without a version bump."""
+    from agent_eval.report import read_history, render_history
+
+    click.echo(render_history(read_history(labbook), fmt), nl=False)
+    return EXIT_OK

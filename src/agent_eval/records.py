@@ -7,9 +7,18 @@ instead of being silently dropped.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 RESULTS_SCHEMA = 1
 """Version of the results-file and trajectory shape; bumped on incompatible change."""
@@ -32,6 +41,179 @@ class Strict(BaseModel):
     """Base for records: unknown keys are errors, and values are not silently coerced."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def inside_path(value: str) -> str:
+    """Accept a relative path that stays in its folder: not absolute, no '..' part."""
+    if not value.strip():
+        raise ValueError("is empty; give a path relative to the workspace")
+    if PurePosixPath(value).is_absolute() or PureWindowsPath(value).anchor:
+        raise ValueError(f"{value!r} is absolute; give a path relative to the workspace")
+    if ".." in PurePosixPath(value.replace("\\", "/")).parts:
+        raise ValueError(f"{value!r} leaves the workspace ('..'); give a path inside it")
+    return value
+
+
+class FileCheck(Strict):
+    """Base of the checks on one workspace path; the path may not leave the workspace."""
+
+    kind: ClassVar[str] = ""
+    file: str
+    """A path relative to the workspace."""
+
+    @field_validator("file")
+    @classmethod
+    def _file_inside(cls, value: str) -> str:
+        return inside_path(value)
+
+
+class FileContains(FileCheck):
+    """The file holds this text: an exact, case-sensitive substring of its bytes."""
+
+    kind: ClassVar[str] = "contains"
+    contains: str
+    """Text that must occur in the file (UTF-8, case-sensitive)."""
+
+
+class FileNotContains(FileCheck):
+    """The file does not hold this text; a missing file fails the check."""
+
+    kind: ClassVar[str] = "not_contains"
+    not_contains: str
+    """Text that must not occur in the file (UTF-8, case-sensitive)."""
+
+
+class FileExists(FileCheck):
+    """The path exists (true) or does not exist (false) at the end of the attempt."""
+
+    kind: ClassVar[str] = "exists"
+    exists: bool
+    """True: a file or folder must be there; false: nothing may be there."""
+
+
+class FileEquals(FileCheck):
+    """The file's content is exactly this text, byte for byte in UTF-8."""
+
+    kind: ClassVar[str] = "equals"
+    equals: str
+    """The whole expected content, newlines included."""
+
+
+class FileUnchanged(FileCheck):
+    """The path is as it was before the agent ran: same bytes, or still absent."""
+
+    kind: ClassVar[str] = "unchanged"
+    unchanged: Literal[True]
+    """Always true; a folder is unchanged when every file under it is."""
+
+
+class OnlyChanged(Strict):
+    """No file was added, removed or changed outside the allowed paths."""
+
+    kind: ClassVar[str] = "only_changed"
+    only_changed: list[str]
+    """fnmatch globs relative to the workspace ('notes/*'); an empty list allows nothing."""
+
+
+SqlValue = int | float | str | None
+"""A value SQLite returns: integer, real, text or NULL."""
+
+
+class SqliteCheck(Strict):
+    """A read-only query on a workspace SQLite file returns the expected value or rows."""
+
+    kind: ClassVar[str] = "sqlite"
+    sqlite: str
+    """The database file, relative to the workspace."""
+    query: str = Field(min_length=1)
+    """The SQL to run; the database is opened read-only."""
+    equals: SqlValue = None
+    """The single value (one row, one column) the query must return; null means SQL NULL."""
+    equals_rows: list[list[SqlValue]] | None = None
+    """Every row the query must return, in order (use ORDER BY)."""
+
+    @field_validator("sqlite")
+    @classmethod
+    def _db_inside(cls, value: str) -> str:
+        return inside_path(value)
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> SqliteCheck:
+        given = {"equals", "equals_rows"} & self.model_fields_set
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'equals' (one value) or 'equals_rows' (rows)")
+        return self
+
+
+class CommandCheck(Strict):
+    """A command run after the agent, in a copy of the final workspace, exits as expected."""
+
+    kind: ClassVar[str] = "command"
+    command: list[str] = Field(min_length=1)
+    """The argv, run without a shell; 'python' means the harness's own interpreter."""
+    exit_code: int = 0
+    """The exit code that passes the check."""
+    with_files: str | None = None
+    """A folder relative to the suite file, copied into the copy first (hidden tests)."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds the command may run before it is stopped and the check fails."""
+
+    @field_validator("command")
+    @classmethod
+    def _program_named(cls, value: list[str]) -> list[str]:
+        if not value[0].strip():
+            raise ValueError("the first item must name the program to run")
+        return value
+
+
+FILE_VERBS = ("contains", "not_contains", "exists", "equals", "unchanged")
+"""The keys that say what a check with 'file' asserts; exactly one per check."""
+
+
+def state_kind(value: Any) -> str | None:
+    """Which kind of state check a raw object or a check record is; None when unclear."""
+    if isinstance(value, BaseModel):
+        return str(getattr(value, "kind", "")) or None
+    if not isinstance(value, dict):
+        return None
+    for key in ("command", "sqlite", "only_changed"):
+        if key in value:
+            return key
+    if "file" in value:
+        verbs = [verb for verb in FILE_VERBS if verb in value]
+        return verbs[0] if len(verbs) == 1 else None
+    return None
+
+
+StateCheck = Annotated[
+    Annotated[FileContains, Tag("contains")]
+    | Annotated[FileNotContains, Tag("not_contains")]
+    | Annotated[FileExists, Tag("exists")]
+    | Annotated[FileEquals, Tag("equals")]
+    | Annotated[FileUnchanged, Tag("unchanged")]
+    | Annotated[OnlyChanged, Tag("only_changed")]
+    | Annotated[SqliteCheck, Tag("sqlite")]
+    | Annotated[CommandCheck, Tag("command")],
+    Discriminator(
+        state_kind,
+        custom_error_type="state_kind",
+        custom_error_message="not a state check: give 'file' with one of "
+        + ", ".join(FILE_VERBS)
+        + ", or 'only_changed', 'sqlite' or 'command'",
+    ),
+]
+"""One entry of a task's expect_state, told apart by its keys."""
+
+
+class StateOutcome(Strict):
+    """The result of one state check, named so a reader sees what was asserted."""
+
+    name: str
+    """The check in words, e.g. "file service-runbook.md contains '30 days'"."""
+    ok: bool
+    """True when the workspace satisfied the check."""
+    detail: str | None = None
+    """Why it failed, or the tail of a command's output."""
 
 
 class Task(Strict):
@@ -59,6 +241,10 @@ class Task(Strict):
     """Time budget for one attempt in seconds; exceeding it is over_budget."""
     notes: str | None = None
     """Why the task exists and what it catches; never shown to the agent."""
+    expect_state: list[StateCheck] = Field(default_factory=list)
+    """Checks on the workspace after the agent stops (files, SQLite, commands)."""
+    tools: list[str] | None = None
+    """Tools beyond the read tools for this task; replaces the suite's list when given."""
 
     @field_validator("id")
     @classmethod
@@ -91,6 +277,13 @@ class Suite(Strict):
     """A folder relative to the suite file copied into each attempt's workspace, or prose."""
     tasks: list[Task]
     """The tasks, in order; at least one."""
+    tools: list[str] | None = None
+    """Tools beyond the read tools that every task grants, e.g. ["write_file", "edit_file"]."""
+
+    def tools_for(self, task: Task) -> list[str]:
+        """The extra tools an agent gets for ``task``: the task's list, else the suite's."""
+        granted = task.tools if task.tools is not None else self.tools
+        return list(granted or [])
 
 
 class Checks(Strict):
@@ -114,6 +307,14 @@ class Checks(Strict):
     """Whether the wall time was within max_seconds; None when the task has no limit."""
     tools_used: list[str]
     """Tool names found in the trajectory, in first-use order."""
+    state: list[StateOutcome] = Field(default_factory=list)
+    """Each expect_state check's outcome, in the task's order."""
+
+    @model_validator(mode="after")
+    def _passed_needs_state(self) -> Checks:
+        if self.passed and not all(outcome.ok for outcome in self.state):
+            raise ValueError("passed is true while a state check failed")
+        return self
 
 
 class AgentReply(Strict):
@@ -174,5 +375,7 @@ class AttemptResult(BaseModel):
     """Every named check's outcome."""
     roles: dict[str, int] | None = None
     """Tokens per role, when the agent reports them."""
+    infra_retries: int = 0
+    """How many earlier tries of this attempt ended in infra_error and were retried."""
     trajectory_file: str | None = None
     """The attempt's trajectory, relative to the results file's folder when possible."""

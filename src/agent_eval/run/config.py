@@ -72,10 +72,33 @@ class RunConfig:
     lab: str | None = None
     labbook: Path | None = None
     timeout_per_task: float | None = None
+    """Hard time budget per attempt, for tasks without their own max_seconds."""
+    concurrency: int = 1
+    """Attempts run side by side, each in its own worker process."""
+    max_infra_retries: int = 2
+    """Retries of an attempt whose model endpoint failed (down, timeout, 429, 5xx)."""
+    retry_backoff: float = 1.0
+    """First retry delay in seconds, doubled each retry; a Retry-After wins when longer."""
+    max_memory_mb: int | None = None
+    """Address-space limit of each worker; an agent past it is stopped as over_budget."""
+    resume: Path | None = None
+    """A results file (or its journal) whose finished attempts are kept, not re-run."""
+    seed: int | None = None
+    """Makes every choice the harness makes reproducible; also given to the agent."""
+    shuffle: bool = False
+    """Run attempts in a seeded random order (outputs stay in task order)."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
             raise ConfigError(f"--repeats {self.repeats}: give 1 or more")
+        if self.concurrency < 1:
+            raise ConfigError(f"--concurrency {self.concurrency}: give 1 or more")
+        if self.max_infra_retries < 0:
+            raise ConfigError(f"--max-infra-retries {self.max_infra_retries}: give 0 or more")
+        if self.max_memory_mb is not None and self.max_memory_mb < 64:
+            raise ConfigError(f"--max-memory-mb {self.max_memory_mb}: give at least 64")
+        if self.resume is not None and not self.resume.exists():
+            raise ConfigError(f"--resume {self.resume}: no such results or journal file")
         if self.timeout_per_task is not None and self.timeout_per_task <= 0:
             raise ConfigError(f"--timeout-per-task {self.timeout_per_task}: give seconds > 0")
         if self.index is not None and not self.index.exists():

@@ -52,6 +52,7 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
         f"mean tokens   {exact['mean_tokens']:.1f}",
         f"mean seconds  {exact['mean_seconds']:.1f}",
     ]
+    lines += _reliability(summary)
     if summary.get("cost_per_task") is None:
         lines.append(
             "cost          not computed: give --cost-per-million PRICE "
@@ -70,5 +71,25 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
         lines.append(
             f"              {summary['cost_unpriced_attempts']} attempt(s) left out: "
             "they did not report prompt and completion tokens"
+        )
+    return lines
+
+
+def _reliability(summary: dict[str, Any]) -> list[str]:
+    """Usable and model rates, shown when an endpoint failed or an attempt was retried."""
+    infra, retried = summary.get("infra_errors", 0), summary.get("retried_attempts", 0)
+    if not infra and not retried:
+        return []
+    runs, passed = summary["runs"], summary["passed"]
+    model = summary.get("model_success_rate")
+    lines = [
+        f"usable rate   {passed / runs:.2f}  ({passed} of {runs} attempts, after retries)",
+        f"model rate    {model if model is not None else 'n/a'}  ({passed} of "
+        f"{summary['model_runs']}; {infra} infra error(s) left out)",
+    ]
+    if retried:
+        lines.append(
+            f"first try     {summary['first_try_success_rate']:.2f}  "
+            f"({retried} attempt(s) passed only after a retry or were retried)"
         )
     return lines

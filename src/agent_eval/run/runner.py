@@ -1,40 +1,41 @@
-"""Run every selected task of a suite, with repeats, and record and score each attempt."""
+"""Run every selected task of a suite, with repeats, side by side, and lose nothing.
+
+Attempts run in worker processes (run/worker.py), each finished attempt is journaled
+the moment it ends (run/journal.py), and outputs come out in task order whatever the
+completion order. Ctrl-C stops taking new attempts and lets running ones finish; a
+second Ctrl-C kills them. Either way the journal and partial results are written.
+"""
 
 from __future__ import annotations
 
 import difflib
-import json
-import os
 import platform
+import random
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent_eval import __version__
-from agent_eval.errors import AgentLoadError, ConfigError
-from agent_eval.records import (
-    RESULTS_SCHEMA,
-    AgentReply,
-    AttemptResult,
-    Checks,
-    FailureClass,
-    Task,
-)
+from agent_eval.errors import ConfigError, ResultsError
+from agent_eval.records import RESULTS_SCHEMA, AttemptResult, Task
+from agent_eval.run.attempt import AttemptPlan, run_attempt
 from agent_eval.run.config import RunConfig
-from agent_eval.run.entry import Agent, AgentMisbehaved, coerce_reply, load_agent
+from agent_eval.run.entry import Agent, load_agent
+from agent_eval.run.journal import JOURNAL_SUFFIX, Journal, journal_path_for, read_header
 from agent_eval.run.outputs import append_labbook, write_json_atomic
+from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
-from agent_eval.run.workspace import fresh_workspace, workspace_source
-from agent_eval.score.checks import classify, score_attempt, tools_used
+from agent_eval.run.workspace import workspace_source
 from agent_eval.score.summary import per_task, summarise
 from agent_eval.suite import LoadedSuite, load_suite
-from agent_eval.trace.trajectory import trajectory_name, write_trajectory
 
 OnAttempt = Callable[[AttemptResult], None]
+MAX_RETRY_WAIT = 60.0
 
 
 @dataclass
@@ -49,6 +50,12 @@ class PreparedRun:
     workspace_note: str
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    journal_path: Path | None = None
+
+    @property
+    def order(self) -> list[tuple[str, int]]:
+        """Every attempt of the run in task order: the order of every output."""
+        return [(t.id, a) for t in self.tasks for a in range(1, self.config.repeats + 1)]
 
     @property
     def attempts(self) -> int:
@@ -57,15 +64,21 @@ class PreparedRun:
 
 @dataclass
 class RunReport:
-    """What a run produced: the results document and its rows."""
+    """What a run produced: the results document (rows read back from the journal)."""
 
     document: dict[str, Any]
-    rows: list[AttemptResult]
     interrupted: bool = False
+    resumed: int = 0
+    """Attempts taken from an earlier run instead of being run again."""
+
+    @property
+    def rows(self) -> list[AttemptResult]:
+        return [AttemptResult.model_validate(r) for r in self.document["results"]]
 
     @property
     def all_passed(self) -> bool:
-        return bool(self.rows) and all(row.passed for row in self.rows)
+        summary = self.document["run"]["summary"]
+        return bool(summary["runs"]) and summary["passed"] == summary["runs"]
 
 
 def prepare(config: RunConfig) -> PreparedRun:
@@ -74,7 +87,45 @@ def prepare(config: RunConfig) -> PreparedRun:
     tasks = select_tasks(loaded.suite.tasks, config.only, config.task_ids)
     agent = load_agent(config.agent)
     source, note = workspace_source(loaded, config.workspace)
-    return PreparedRun(config, loaded, tasks, agent, source, note)
+    prepared = PreparedRun(config, loaded, tasks, agent, source, note)
+    if config.resume is not None:
+        _adopt(prepared, config.resume)
+    elif config.out is not None:
+        prepared.journal_path = journal_path_for(config.out)
+        if prepared.journal_path.exists():
+            raise ConfigError(
+                f"--out {config.out}: an unfinished run's journal {prepared.journal_path} is "
+                f"there; continue it with --resume {config.out}, or delete the journal"
+            )
+    else:
+        stamp = prepared.started.strftime("%Y%m%dT%H%M%S")
+        name = f"{stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
+        prepared.journal_path = config.trajectory_dir / name
+    return prepared
+
+
+def _adopt(prepared: PreparedRun, resume: Path) -> None:
+    """Continue the run recorded in ``resume`` (a results file or its journal)."""
+    journal = resume if resume.name.endswith(JOURNAL_SUFFIX) else journal_path_for(resume)
+    if not journal.exists():
+        raise ResultsError(
+            f"--resume {resume}: no journal {journal.name} next to it; that run finished, "
+            f"so there is nothing to resume"
+        )
+    header = read_header(journal)
+    if header.get("suite_hash") != prepared.loaded.hash:
+        raise ConfigError(
+            f"--resume {resume}: the suite changed since that run ({header.get('suite_hash')} "
+            f"-> {prepared.loaded.hash}); start a new run instead"
+        )
+    for key, mine in (("agent", prepared.config.agent), ("model", prepared.config.model)):
+        if header.get(key) != mine:
+            raise ConfigError(
+                f"--resume {resume}: that run used --{key} {header.get(key)}; give the same"
+            )
+    prepared.run_id = str(header["run_id"])
+    prepared.started = datetime.fromisoformat(str(header["started"]))
+    prepared.journal_path = journal
 
 
 def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...]) -> list[Task]:
@@ -88,133 +139,108 @@ def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...])
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
                 raise ConfigError(f"{flag} {name}: not in this suite ({hint})")
-    return [
-        t for t in tasks if (not only or t.category in only) and (not ids or t.id in ids)
-    ]
+    return [t for t in tasks if (not only or t.category in only) and (not ids or t.id in ids)]
 
 
 def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunReport:
-    """Run every attempt in task order, write all outputs, and return the report.
-
-    build() runs once before the first attempt and close() always runs. Ctrl-C stops
-    the run; what finished is still written, marked as interrupted.
-    """
-    config, agent = prepared.config, prepared.agent
+    """Run every attempt not already journaled, then write the results and labbook."""
+    config = prepared.config
     redact = Redactor.for_run(config.api_key, config.options)
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
-    rows: list[AttemptResult] = []
+    assert prepared.journal_path is not None  # prepare() always sets it
+    journal = Journal(prepared.journal_path, _journal_header(prepared))
+    done = journal.done() & set(prepared.order)
+    resumed = {key for key in done if _finished(journal, key)}
+    pending = [key for key in prepared.order if key not in resumed]
+    if config.shuffle:
+        random.Random(config.seed).shuffle(pending)
+    by_id = {t.id: t for t in prepared.tasks}
+    plan = _plan(prepared, redact)
     clock = time.perf_counter()
-    interrupted = False
-    warnings: list[str] = []
-    if agent.build is not None:
-        try:
-            agent.build(_base_options(prepared))
-        except Exception as exc:
-            raise AgentLoadError(f"agent {agent.entry_point}: build() failed: {exc!r}") from exc
+
+    def attempt(worker: Any, key: tuple[str, int], stop: threading.Event) -> AttemptResult | None:
+        task, number = by_id[key[0]], key[1]
+        for try_number in range(config.max_infra_retries + 1):
+            row, infra = run_attempt(plan, worker, task, number, try_number)
+            if row.failure_class != "infra_error" or try_number == config.max_infra_retries:
+                break
+            delay = config.retry_backoff * 2**try_number
+            wait = (infra or {}).get("retry_after")
+            if isinstance(wait, int | float):
+                delay = max(delay, float(wait))
+            if stop.wait(min(delay, MAX_RETRY_WAIT)):
+                break
+        row = row.model_copy(update={"infra_retries": try_number})
+        return row
+
+    def record(row: AttemptResult) -> None:
+        journal.append(row, redact(row.model_dump_json()))
+
+    dispatch = Dispatch(config.agent, _base_options(prepared), config.concurrency,
+                        config.max_memory_mb)  # fmt: skip
     try:
-        for task in prepared.tasks:
-            for attempt in range(1, config.repeats + 1):
-                row = run_attempt(prepared, task, attempt, redact)
-                rows.append(row)
-                if on_attempt is not None:
-                    on_attempt(row)
-    except KeyboardInterrupt:
-        interrupted = True
+        interrupted = dispatch.run(pending, attempt, record, on_attempt)
     finally:
-        if agent.close is not None:
-            try:
-                agent.close()
-            except Exception as exc:  # close() must never cost the results already earned
-                warnings.append(f"agent close() failed: {exc!r}")
+        journal.close()
+    rows = Journal(prepared.journal_path, {}).rows(prepared.order)
     document = results_document(prepared, rows, time.perf_counter() - clock, interrupted)
-    document["run"]["warnings"] = warnings
+    document["run"]["warnings"] = dispatch.warnings
     if config.out is not None:
         write_json_atomic(config.out, document, redact)
-    if config.labbook is not None:
+        if not interrupted and len(document["results"]) == prepared.attempts:
+            prepared.journal_path.unlink(missing_ok=True)
+    if config.labbook is not None and not interrupted:
         append_labbook(config.labbook, document["run"], redact)
-    return RunReport(document, rows, interrupted)
+    return RunReport(document, interrupted, len(resumed))
 
 
-def run_attempt(prepared: PreparedRun, task: Task, attempt: int, redact: Redactor) -> AttemptResult:
-    """One attempt in a fresh workspace: call the agent, score, write its trajectory."""
-    config, agent = prepared.config, prepared.agent
-    reply: AgentReply | None = None
-    error: str | None = None
-    failure: FailureClass
-    with fresh_workspace(prepared.source) as workspace:
-        options = {
-            **_base_options(prepared),
-            "workspace": str(workspace),
-            "task_id": task.id,
-            "attempt": attempt,
-            "limits": {
-                "max_steps": task.max_steps,
-                "max_tokens": task.max_tokens,
-                "max_seconds": task.max_seconds or config.timeout_per_task,
-            },
-        }
-        started = datetime.now(UTC)
-        clock = time.perf_counter()
-        try:
-            reply = coerce_reply(agent.run_task(task.task, options))
-        except AgentMisbehaved as exc:
-            error = str(exc)
-        except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours
-            error = f"run_task raised {type(exc).__name__}: {exc}"
-        seconds = time.perf_counter() - clock
-    if reply is None:
-        checks = score_attempt(task, "", 0, [], 0, seconds)
-        reply = AgentReply(answer="", steps=0, tokens=0, stopped="agent_error")
-        failure = "agent_error"
-    else:
-        used = tools_used(reply.trajectory)
-        checks = score_attempt(task, reply.answer, reply.steps, used, reply.tokens, seconds)
-        failure = classify(checks, reply.stopped)
-        if failure == "infra_error":
-            error = _stop_detail(reply)
-    name = trajectory_name(
-        prepared.started.strftime("%Y%m%dT%H%M%S"), agent.scaffold, config.model, task.id, attempt
+def _finished(journal: Journal, key: tuple[str, int]) -> bool:
+    """A journaled attempt counts as finished unless its endpoint failed: those re-run."""
+    return all(row.failure_class != "infra_error" for row in journal.rows([key]))
+
+
+def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
+    config, loaded = prepared.config, prepared.loaded
+    return AttemptPlan(
+        base_options=_base_options(prepared),
+        source=prepared.source,
+        trajectory_dir=config.trajectory_dir,
+        results_dir=(config.out.parent if config.out else Path.cwd()),
+        stamp=prepared.started.strftime("%Y%m%dT%H%M%S"),
+        scaffold=prepared.agent.scaffold,
+        model=config.model,
+        meta={
+            "scaffold": prepared.agent.scaffold,
+            "model": config.model,
+            "router_model": config.router_model,
+            "suite": loaded.suite.name,
+            "suite_version": loaded.suite.version,
+            "suite_hash": loaded.hash,
+            "run_id": prepared.run_id,
+        },
+        redact=redact,
+        timeout_per_task=config.timeout_per_task,
+        seed=config.seed,
     )
-    meta = {
-        "scaffold": agent.scaffold,
-        "model": config.model,
-        "router_model": config.router_model,
-        "task_id": task.id,
-        "attempt": attempt,
-        "task": task.task,
-        "suite": prepared.loaded.suite.name,
-        "suite_version": prepared.loaded.suite.version,
-        "suite_hash": prepared.loaded.hash,
+
+
+def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
+    config = prepared.config
+    return {
         "run_id": prepared.run_id,
-        "started": started.isoformat(),
+        "started": prepared.started.isoformat(),
+        "suite_hash": prepared.loaded.hash,
+        "agent": config.agent,
+        "model": config.model,
     }
-    score = _score_line(checks, failure, reply, seconds, error)
-    path = write_trajectory(config.trajectory_dir, name, meta, reply.trajectory, score, redact)
-    return AttemptResult(
-        task_id=task.id,
-        category=task.category,
-        attempt=attempt,
-        passed=checks.passed,
-        failure_class=failure,
-        answer=reply.answer,
-        steps=reply.steps,
-        tokens=reply.tokens,
-        prompt_tokens=reply.prompt_tokens,
-        completion_tokens=reply.completion_tokens,
-        seconds=round(seconds, 3),
-        stopped=reply.stopped,
-        error=error,
-        checks=checks,
-        roles=reply.roles,
-        trajectory_file=_relative(path, config.out),
-    )
 
 
 def results_document(
-    prepared: PreparedRun, rows: list[AttemptResult], wall: float, interrupted: bool
+    prepared: PreparedRun, rows: Iterator[AttemptResult], wall: float, interrupted: bool
 ) -> dict[str, Any]:
     """The results file: `run` (with the summary), `per_task` and `results`."""
     config, loaded = prepared.config, prepared.loaded
+    results = list(rows)
     run = {
         "lab": config.lab,
         "run_id": prepared.run_id,
@@ -235,18 +261,23 @@ def results_document(
         "wall_seconds": round(wall, 3),
         "notes": config.notes,
         "harness_version": __version__,
-        "concurrency": 1,
-        "limits": {"timeout_per_task": config.timeout_per_task},
+        "concurrency": config.concurrency,
+        "limits": {
+            "timeout_per_task": config.timeout_per_task,
+            "max_memory_mb": config.max_memory_mb,
+            "max_infra_retries": config.max_infra_retries,
+        },
+        "seed": config.seed,
         "prices": config.prices.as_dict(),
         "options": public_options(config.options),
         "interrupted": interrupted,
-        "summary": summarise(rows, config.prices.as_dict()),
+        "summary": summarise(results, config.prices.as_dict()),
     }
     return {
         "schema": RESULTS_SCHEMA,
         "run": run,
-        "per_task": per_task(rows),
-        "results": [row.model_dump(mode="json") for row in rows],
+        "per_task": per_task(results),
+        "results": [row.model_dump(mode="json") for row in results],
     }
 
 
@@ -262,39 +293,3 @@ def _base_options(prepared: PreparedRun) -> dict[str, Any]:
         "index": str(config.index) if config.index else None,
         **config.options,
     }
-
-
-def _score_line(
-    checks: Checks, failure: str, reply: AgentReply, seconds: float, error: str | None
-) -> dict[str, Any]:
-    return {
-        "passed": checks.passed,
-        "failure_class": failure,
-        "checks": checks.model_dump(mode="json"),
-        "steps": reply.steps,
-        "tokens": reply.tokens,
-        "seconds": round(seconds, 3),
-        "stopped": reply.stopped,
-        "error": error,
-    }
-
-
-def _stop_detail(reply: AgentReply) -> str:
-    """The agent's own account of a model_error stop, from its last stop record."""
-    for record in reversed(reply.trajectory):
-        if record.get("type") == "stop":
-            return f"model_error: {record.get('detail') or 'no detail'}"
-    return "model_error"
-
-
-def _relative(path: Path, out: Path | None) -> str:
-    base = out.resolve().parent if out is not None else Path.cwd()
-    try:
-        return os.path.relpath(path.resolve(), base)
-    except ValueError:  # another drive on Windows
-        return str(path.resolve())
-
-
-def dumps(document: dict[str, Any]) -> str:
-    """The results document as the text written to --out."""
-    return json.dumps(document, indent=2, ensure_ascii=False)

@@ -46,9 +46,34 @@ def summarise(rows: Sequence[AttemptResult], prices: dict[str, float | None]) ->
     for row in rows:
         classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
     summary["failure_classes"] = dict(sorted(classes.items()))
+    summary.update(reliability(rows))
     summary.update(cost(rows, prices))
     summary["exact"] = exact
     return summary
+
+
+def reliability(rows: Sequence[AttemptResult]) -> dict[str, Any]:
+    """Usable and model success rates, and what retries changed.
+
+    The usable rate counts every attempt; the model rate leaves out attempts whose
+    endpoint failed even after retries, because those say nothing about the agent. The
+    first-try rate counts an attempt that needed a retry as failed, so a reader can see
+    how much the figure owes to retries.
+    """
+    runs = len(rows)
+    passed = sum(row.passed for row in rows)
+    infra = sum(row.failure_class == "infra_error" for row in rows)
+    retried = sum(row.infra_retries > 0 for row in rows)
+    first_try = sum(row.passed and row.infra_retries == 0 for row in rows)
+    model_runs = runs - infra
+    return {
+        "usable_success_rate": _round(passed / runs if runs else None, 3),
+        "model_success_rate": _round(passed / model_runs if model_runs else None, 3),
+        "model_runs": model_runs,
+        "infra_errors": infra,
+        "retried_attempts": retried,
+        "first_try_success_rate": _round(first_try / runs if runs else None, 3),
+    }
 
 
 def cost(rows: Sequence[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:

@@ -1,0 +1,132 @@
+"""One attempt from the parent's side: workspace, worker call, scoring, trajectory."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent_eval.records import AgentReply, AttemptResult, Checks, FailureClass, Task
+from agent_eval.run.secrets import Redactor
+from agent_eval.run.worker import Worker
+from agent_eval.run.workspace import fresh_workspace
+from agent_eval.score.checks import classify, score_attempt, tools_used
+from agent_eval.trace.trajectory import trajectory_name, write_trajectory
+
+
+@dataclass(frozen=True)
+class AttemptPlan:
+    """Everything one attempt needs that is the same for the whole run."""
+
+    base_options: dict[str, Any]
+    source: Path | None
+    trajectory_dir: Path
+    results_dir: Path
+    stamp: str
+    scaffold: str
+    model: str
+    meta: dict[str, Any]
+    redact: Redactor
+    timeout_per_task: float | None
+    seed: int | None
+
+
+def hard_timeout(budget: float | None) -> float | None:
+    """When the harness kills an attempt: the budget plus a little grace, so an agent that
+    honours options['limits'] can stop by itself and keep its trajectory."""
+    return None if budget is None else budget + min(2.0, 0.1 * budget)
+
+
+def run_attempt(
+    plan: AttemptPlan, worker: Worker, task: Task, attempt: int, try_number: int = 0
+) -> tuple[AttemptResult, dict[str, Any] | None]:
+    """Run and score one try of one attempt; also return the agent's infra-error account."""
+    budget = task.max_seconds or plan.timeout_per_task
+    with fresh_workspace(plan.source) as workspace:
+        options = {
+            **plan.base_options,
+            "workspace": str(workspace),
+            "task_id": task.id,
+            "attempt": attempt,
+            "limits": {
+                "max_steps": task.max_steps,
+                "max_tokens": task.max_tokens,
+                "max_seconds": budget,
+            },
+        }
+        if plan.seed is not None:
+            options["seed"] = plan.seed
+        started = datetime.now(UTC)
+        clock = time.perf_counter()
+        outcome = worker.run(task.task, options, hard_timeout(budget))
+        seconds = time.perf_counter() - clock
+    failure: FailureClass
+    if outcome.reply is None:
+        reply = AgentReply(answer="", steps=0, tokens=0, stopped=outcome.failure or "agent_error")
+        checks = score_attempt(task, "", 0, [], 0, seconds)
+        failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"
+        error = outcome.error
+    else:
+        reply = AgentReply.model_validate(outcome.reply)
+        used = tools_used(reply.trajectory)
+        checks = score_attempt(task, reply.answer, reply.steps, used, reply.tokens, seconds)
+        failure = classify(checks, reply.stopped)
+        error = _stop_detail(reply) if failure == "infra_error" else None
+    name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
+    if try_number:
+        name = name.removesuffix(".jsonl") + f".try{try_number}.jsonl"
+    meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
+            "started": started.isoformat()}  # fmt: skip
+    score = _score_line(checks, failure, reply, seconds, error)
+    path = write_trajectory(plan.trajectory_dir, name, meta, reply.trajectory, score, plan.redact)
+    row = AttemptResult(
+        task_id=task.id,
+        category=task.category,
+        attempt=attempt,
+        passed=checks.passed,
+        failure_class=failure,
+        answer=reply.answer,
+        steps=reply.steps,
+        tokens=reply.tokens,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        seconds=round(seconds, 3),
+        stopped=reply.stopped,
+        error=error,
+        checks=checks,
+        roles=reply.roles,
+        trajectory_file=_relative(path, plan.results_dir),
+    )
+    return row, outcome.infra
+
+
+def _score_line(
+    checks: Checks, failure: str, reply: AgentReply, seconds: float, error: str | None
+) -> dict[str, Any]:
+    return {
+        "passed": checks.passed,
+        "failure_class": failure,
+        "checks": checks.model_dump(mode="json"),
+        "steps": reply.steps,
+        "tokens": reply.tokens,
+        "seconds": round(seconds, 3),
+        "stopped": reply.stopped,
+        "error": error,
+    }
+
+
+def _stop_detail(reply: AgentReply) -> str:
+    """The agent's own account of a model_error stop, from its last stop record."""
+    for record in reversed(reply.trajectory):
+        if record.get("type") == "stop":
+            return f"model_error: {record.get('detail') or 'no detail'}"
+    return "model_error"
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path.resolve())

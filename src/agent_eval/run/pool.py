@@ -1,0 +1,131 @@
+"""Dispatch attempts to worker processes side by side, and report them in order."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from agent_eval.run.worker import Worker
+
+Key = TypeVar("Key")
+Row = TypeVar("Row")
+
+
+class InOrder:
+    """Calls ``emit`` for results in dispatch order, whatever order they finish in."""
+
+    def __init__(self, emit: Callable[[Any], None] | None) -> None:
+        self._emit = emit
+        self._ready: dict[int, Any] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def put(self, index: int, row: Any) -> None:
+        with self._lock:
+            self._ready[index] = row
+            while self._next in self._ready:
+                row = self._ready.pop(self._next)
+                self._next += 1
+                if self._emit is not None:
+                    self._emit(row)
+
+    def flush(self) -> None:
+        """After an interruption: emit what finished, skipping the gaps."""
+        with self._lock:
+            for index in sorted(self._ready):
+                if self._emit is not None:
+                    self._emit(self._ready[index])
+            self._ready.clear()
+
+
+class Dispatch:
+    """N worker processes, one dispatcher thread each, sharing one queue of attempts."""
+
+    def __init__(
+        self, spec: str, options: dict[str, Any], concurrency: int, memory_mb: int | None
+    ) -> None:
+        self._spec, self._options, self._memory = spec, options, memory_mb
+        self._concurrency = concurrency
+        self.warnings: list[str] = []
+
+    def run(
+        self,
+        pending: Sequence[Any],
+        attempt: Callable[[Worker, Any, threading.Event], Any],
+        record: Callable[[Any], None],
+        on_attempt: Callable[[Any], None] | None,
+    ) -> bool:
+        """Run every pending attempt; return True when Ctrl-C cut the run short.
+
+        build() failing in the first worker raises AgentLoadError before anything runs.
+        """
+        workers = [
+            Worker(self._spec, self._options, self._memory)
+            for _ in range(max(1, min(self._concurrency, len(pending))))
+        ]
+        workers[0].start()
+        jobs: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+        for job in enumerate(pending):
+            jobs.put(job)
+        stop, killed = threading.Event(), threading.Event()
+        ordered = InOrder(on_attempt)
+        failures: list[BaseException] = []
+
+        def serve(worker: Worker) -> None:
+            try:
+                while not stop.is_set():
+                    try:
+                        index, key = jobs.get_nowait()
+                    except queue.Empty:
+                        return
+                    row = attempt(worker, key, stop)
+                    if killed.is_set():
+                        return  # killed mid-attempt: not finished, so not recorded
+                    record(row)
+                    ordered.put(index, row)
+            except BaseException as exc:  # surfaced in the main thread below
+                failures.append(exc)
+                stop.set()
+
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        interrupted = False
+        try:
+            interrupted = _wait(threads, stop, killed, workers)
+        finally:
+            for worker in workers:
+                if killed.is_set():
+                    worker.kill()
+                else:
+                    worker.close()
+                if worker.close_warning:
+                    self.warnings.append(worker.close_warning)
+            ordered.flush()
+        if failures:
+            raise failures[0]
+        return interrupted
+
+
+def _wait(
+    threads: list[threading.Thread],
+    stop: threading.Event,
+    killed: threading.Event,
+    workers: list[Worker],
+) -> bool:
+    """Join the dispatchers; first Ctrl-C drains, second Ctrl-C kills."""
+    interrupted = False
+    while any(t.is_alive() for t in threads):
+        try:
+            for thread in threads:
+                thread.join(0.1)
+        except KeyboardInterrupt:
+            if interrupted:
+                killed.set()
+                for worker in workers:
+                    worker.kill()
+            interrupted = True
+            stop.set()
+    return interrupted

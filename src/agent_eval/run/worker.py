@@ -1,0 +1,168 @@
+"""Attempts run in worker processes, so an agent that hangs, exits or crashes costs
+one attempt, never the run.
+
+A worker imports the agent, calls build() once, then answers one attempt at a time over
+a pipe. The parent waits with the attempt's time budget: past it, or when the worker
+dies, the parent kills it, records why, and starts a fresh worker for the next attempt.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import resource
+import signal
+import sys
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from agent_eval.errors import AgentLoadError
+from agent_eval.run.entry import AgentMisbehaved, coerce_reply, load_agent
+
+CONTEXT = mp.get_context("spawn")
+"""Spawned, not forked: the parent has threads, and a fork would copy their locks."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt produced, from the parent's side of the pipe."""
+
+    reply: dict[str, Any] | None
+    """The validated reply (AgentReply fields), or None when the attempt failed."""
+    error: str | None = None
+    """Why there is no reply, in one line."""
+    failure: str | None = None
+    """agent_error or over_budget when there is no reply."""
+    infra: dict[str, Any] | None = None
+    """The agent's account of a model endpoint failure, for retries."""
+
+
+def _serve(conn: Connection, spec: str, options: dict[str, Any], memory_mb: int | None) -> None:
+    """The worker's main loop: build once, then run attempts until told to close."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    os.dup2(2, 1)  # an agent's prints must not garble the harness's stdout layout
+    sys.stdout = sys.stderr
+    if memory_mb is not None:
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        agent = load_agent(spec)
+        if agent.build is not None:
+            agent.build(options)
+    except AgentLoadError as exc:
+        conn.send(("failed", str(exc)))
+        return
+    except Exception as exc:
+        conn.send(("failed", f"agent {spec}: build() failed: {exc!r}"))
+        return
+    conn.send(("ready", agent.scaffold))
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            break
+        if message[0] == "close":
+            if agent.close is not None:
+                try:
+                    agent.close()
+                except Exception as exc:
+                    conn.send(("closed", f"agent close() failed: {exc!r}"))
+                    return
+            conn.send(("closed", None))
+            return
+        conn.send(_attempt(agent.run_task, message[1], message[2], memory_mb))
+
+
+def _attempt(run_task: Any, task: str, options: dict[str, Any], memory_mb: int | None) -> tuple[
+    str, Any, Any
+]:
+    try:
+        raw = run_task(task, options)
+        infra = raw.get("infra_error") if isinstance(raw, dict) else None
+        return ("reply", coerce_reply(raw).model_dump(mode="json"), infra)
+    except MemoryError:
+        return ("over_budget", f"memory over --max-memory-mb {memory_mb}", None)
+    except AgentMisbehaved as exc:
+        return ("agent_error", str(exc), None)
+    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours
+        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", None)
+
+
+class Worker:
+    """The parent's handle on one worker process; restarts it after a fault."""
+
+    def __init__(self, spec: str, options: dict[str, Any], memory_mb: int | None) -> None:
+        self._args = (spec, options, memory_mb)
+        self._process: Any = None
+        self._conn: Connection | None = None
+        self.close_warning: str | None = None
+
+    def start(self) -> None:
+        """Start the process and wait for build(); AgentLoadError if it fails."""
+        parent, child = CONTEXT.Pipe()
+        self._process = CONTEXT.Process(target=_serve, args=(child, *self._args), daemon=True)
+        self._process.start()
+        child.close()
+        self._conn = parent
+        try:
+            status, detail = parent.recv()
+        except EOFError:
+            status, detail = "failed", f"agent {self._args[0]}: {self._death()}"
+        if status != "ready":
+            self.kill()
+            raise AgentLoadError(detail)
+
+    def run(self, task: str, options: dict[str, Any], timeout: float | None) -> Outcome:
+        """One attempt, bounded by ``timeout`` seconds even if the agent never returns."""
+        if self._conn is None:
+            self.start()
+        assert self._conn is not None  # for the type checker; start() set it
+        try:
+            self._conn.send(("run", task, options))
+            if not self._conn.poll(timeout):
+                self.kill()
+                return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
+            kind, value, infra = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            reason = self._death()
+            self.kill()
+            return Outcome(None, reason, "agent_error")
+        if kind == "reply":
+            return Outcome(value, infra=infra)
+        if kind == "over_budget":
+            self.kill()  # after a MemoryError the process is not worth trusting
+        return Outcome(None, value, kind)
+
+    def close(self) -> None:
+        """Ask the agent to close(), then end the process."""
+        if self._conn is not None:
+            try:
+                self._conn.send(("close",))
+                if self._conn.poll(30):
+                    self.close_warning = self._conn.recv()[1]
+            except (EOFError, OSError):
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """End the process now, whatever it is doing."""
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join()
+        if self._conn is not None:
+            self._conn.close()
+        self._process, self._conn = None, None
+
+    def _death(self) -> str:
+        """Why the worker died, from its exit code."""
+        process = self._process
+        if process is None:
+            return "agent process is gone"
+        process.join(5)
+        code = process.exitcode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            return f"agent process killed by {name}"
+        return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
