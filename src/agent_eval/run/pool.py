@@ -65,7 +65,11 @@ class Dispatch:
             Worker(self._spec, self._options, self._memory)
             for _ in range(max(1, min(self._concurrency, len(pending))))
         ]
-        workers[0].start()
+        try:
+            workers[0].start()
+        except KeyboardInterrupt:
+            workers[0].kill()
+            return True
         jobs: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
         for job in enumerate(pending):
             jobs.put(job)
@@ -73,7 +77,9 @@ class Dispatch:
         ordered = InOrder(on_attempt)
         failures: list[BaseException] = []
 
-        def serve(worker: Worker) -> None:
+        finished = [threading.Event() for _ in workers]
+
+        def serve(worker: Worker, done: threading.Event) -> None:
             try:
                 while not stop.is_set():
                     try:
@@ -88,13 +94,18 @@ class Dispatch:
             except BaseException as exc:  # surfaced in the main thread below
                 failures.append(exc)
                 stop.set()
+            finally:
+                done.set()
 
-        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
+        threads = [
+            threading.Thread(target=serve, args=pair, daemon=True)
+            for pair in zip(workers, finished, strict=True)
+        ]
         for thread in threads:
             thread.start()
         interrupted = False
         try:
-            interrupted = _wait(threads, stop, killed, workers)
+            interrupted = _wait(finished, stop, killed, workers)
         finally:
             for worker in workers:
                 if killed.is_set():
@@ -110,17 +121,21 @@ class Dispatch:
 
 
 def _wait(
-    threads: list[threading.Thread],
+    finished: list[threading.Event],
     stop: threading.Event,
     killed: threading.Event,
     workers: list[Worker],
 ) -> bool:
-    """Join the dispatchers; first Ctrl-C drains, second Ctrl-C kills."""
+    """Wait for the dispatchers; first Ctrl-C drains, second Ctrl-C kills.
+
+    Waits on events rather than Thread.join: a join cut short by KeyboardInterrupt can
+    leave a live thread looking finished, and the workers would be closed under it.
+    """
     interrupted = False
-    while any(t.is_alive() for t in threads):
+    while not all(done.is_set() for done in finished):
         try:
-            for thread in threads:
-                thread.join(0.1)
+            for done in finished:
+                done.wait(0.1)
         except KeyboardInterrupt:
             if interrupted:
                 killed.set()

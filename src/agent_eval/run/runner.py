@@ -180,8 +180,12 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
                         config.max_memory_mb)  # fmt: skip
     try:
         interrupted = dispatch.run(pending, attempt, record, on_attempt)
-    finally:
+    except BaseException:
         journal.close()
+        if not journal.done():  # nothing ran (build failed): leave no journal to resume
+            prepared.journal_path.unlink(missing_ok=True)
+        raise
+    journal.close()
     rows = Journal(prepared.journal_path, {}).rows(prepared.order)
     document = results_document(prepared, rows, time.perf_counter() - clock, interrupted)
     document["run"]["warnings"] = dispatch.warnings

@@ -123,11 +123,15 @@ class Worker:
             if not self._conn.poll(timeout):
                 self.kill()
                 return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
-            kind, value, infra = self._conn.recv()
+            message = self._conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             reason = self._death()
             self.kill()
             return Outcome(None, reason, "agent_error")
+        if not (isinstance(message, tuple) and len(message) == 3):
+            self.kill()
+            return Outcome(None, f"worker sent {message!r} instead of a reply", "agent_error")
+        kind, value, infra = message
         if kind == "reply":
             return Outcome(value, infra=infra)
         if kind == "over_budget":

@@ -1,0 +1,174 @@
+"""Agents that hang, exit, crash or leak cost one attempt, never the run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent_eval.errors import AgentLoadError
+from agent_eval.run.config import RunConfig
+from agent_eval.run.runner import execute, prepare
+
+BAD_AGENT = """
+import os, time, ctypes, pathlib
+LOG = pathlib.Path(__file__).with_name("builds.log")
+
+def build(options):
+    with LOG.open("a") as f:
+        f.write(f"{os.getpid()}\\n")
+
+def run_task(task, options):
+    if task == "hang":
+        time.sleep(3600)
+    if task == "exit":
+        os._exit(3)
+    if task == "segfault":
+        ctypes.string_at(0)
+    if task == "leak":
+        hoard = []
+        while True:
+            hoard.append(bytearray(16 * 1024 * 1024))
+    if task == "print":
+        print("noise on stdout")
+    return {"answer": "fine", "steps": 1, "tokens": 1}
+"""
+
+
+def run(
+    tmp_path: Path, write_suite: Callable[..., Path], agent: Path, tasks: list[str], **extra: object
+) -> list[dict[str, object]]:
+    suite = write_suite([{"id": f"t{i}-{t}", "task": t} for i, t in enumerate(tasks)])
+    config = RunConfig(
+        agent=str(agent),
+        tasks=str(suite),
+        trajectory_dir=tmp_path / "traj",
+        out=tmp_path / "r.json",
+        **extra,
+    )  # type: ignore[arg-type]
+    execute(prepare(config))
+    return json.loads((tmp_path / "r.json").read_text())["results"]  # type: ignore[no-any-return]
+
+
+def test_each_fault_is_recorded_and_the_run_goes_on(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    agent = write_agent(BAD_AGENT)
+    rows = run(tmp_path, write_suite, agent,
+               ["ok", "hang", "ok", "exit", "ok", "segfault", "ok", "leak", "ok"],
+               timeout_per_task=1.0, max_memory_mb=400)  # fmt: skip
+    got = [(r["task_id"], r["failure_class"], r["error"]) for r in rows]
+    assert got == [
+        ("t0-ok", "passed", None),
+        ("t1-hang", "over_budget", "no reply within 1.1s; stopped"),
+        ("t2-ok", "passed", None),
+        ("t3-exit", "agent_error",
+         "agent process exited with code 3 (sys.exit or os._exit in the agent?)"),
+        ("t4-ok", "passed", None),
+        ("t5-segfault", "agent_error", "agent process killed by SIGSEGV"),
+        ("t6-ok", "passed", None),
+        ("t7-leak", "over_budget", "memory over --max-memory-mb 400"),
+        ("t8-ok", "passed", None),
+    ]  # fmt: skip
+    builds = (agent.parent / "builds.log").read_text().split()
+    assert len(builds) == 5  # one worker, restarted after each of the four faults
+
+
+def test_build_runs_once_per_worker_and_stdout_stays_clean(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[[str], Path],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    agent = write_agent(BAD_AGENT)
+    rows = run(tmp_path, write_suite, agent, ["print"] * 6, concurrency=3)
+    assert all(r["passed"] for r in rows)
+    assert len((agent.parent / "builds.log").read_text().split()) == 3
+    out, err = capfd.readouterr()
+    assert "noise on stdout" not in out
+    assert "noise on stdout" in err
+
+
+def test_failing_build_and_close(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    broken_build = write_agent(
+        """
+        def build(options):
+            raise RuntimeError("no model")
+        def run_task(task, options):
+            return {}
+    """,
+        "broken_build.py",
+    )
+    with pytest.raises(AgentLoadError, match=r"build\(\) failed: RuntimeError\('no model'\)"):
+        run(tmp_path, write_suite, broken_build, ["ok"])
+    broken_close = write_agent(
+        """
+        def run_task(task, options):
+            return {"answer": "fine", "steps": 1, "tokens": 1}
+        def close():
+            raise RuntimeError("socket gone")
+    """,
+        "broken_close.py",
+    )
+    rows = run(tmp_path, write_suite, broken_close, ["ok", "ok"])
+    assert [r["passed"] for r in rows] == [True, True]
+    run_record = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run_record["warnings"] == ["agent close() failed: RuntimeError('socket gone')"]
+
+
+def test_concurrent_results_come_out_in_task_order(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    agent = write_agent("""
+        import time, random
+        def run_task(task, options):
+            time.sleep(random.random() * 0.05)
+            return {"answer": f"{options['task_id']}/{options['attempt']}", "steps": 1,
+                    "tokens": int(options["task_id"][1:])}
+    """)
+    suite = write_suite([{"id": f"t{i}", "task": "q"} for i in range(8)])
+    seen: list[tuple[str, int]] = []
+    config = RunConfig(
+        agent=str(agent),
+        tasks=str(suite),
+        repeats=3,
+        concurrency=4,
+        trajectory_dir=tmp_path / "traj",
+        out=tmp_path / "r.json",
+    )
+    report = execute(prepare(config), lambda row: seen.append((row.task_id, row.attempt)))
+    canonical = [(f"t{i}", a) for i in range(8) for a in (1, 2, 3)]
+    assert seen == canonical
+    rows = report.document["results"]
+    assert [(r["task_id"], r["attempt"]) for r in rows] == canonical
+    assert [r["answer"] for r in rows] == [f"{t}/{a}" for t, a in canonical]
+    assert [p["task_id"] for p in report.document["per_task"]] == [f"t{i}" for i in range(8)]
+
+
+def test_shuffle_is_seeded(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    agent = write_agent("""
+        def run_task(task, options):
+            return {"answer": str(options["seed"]), "steps": 1, "tokens": 1}
+    """)
+    suite = write_suite([{"id": f"t{i}", "task": "q"} for i in range(6)])
+    orders = []
+    for run_number in range(3):
+        seen: list[str] = []
+        config = RunConfig(
+            agent=str(agent),
+            tasks=str(suite),
+            shuffle=True,
+            seed=7 if run_number < 2 else 8,
+            trajectory_dir=tmp_path / f"traj{run_number}",
+        )
+        report = execute(prepare(config), lambda row, seen=seen: seen.append(row.task_id))
+        orders.append(seen)
+        assert [r["task_id"] for r in report.document["results"]] == [f"t{i}" for i in range(6)]
+    assert orders[0] == orders[1] != orders[2]
+    assert sorted(orders[0]) == [f"t{i}" for i in range(6)]

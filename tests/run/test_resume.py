@@ -1,0 +1,150 @@
+"""Nothing is lost: Ctrl-C, resume, torn journals, concurrent labbook appends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_eval.records import AttemptResult, Checks
+from agent_eval.run.journal import Journal
+from agent_eval.run.outputs import append_labbook
+from agent_eval.trace.trajectory import safe_part, trajectory_name
+
+SLOW_AGENT = """
+import pathlib, time
+CALLS = pathlib.Path(__file__).with_name("calls.log")
+
+def run_task(task, options):
+    with CALLS.open("a") as f:
+        f.write(f"{options['task_id']} {options['attempt']}\\n")
+    time.sleep(0.15)
+    n = int(options["task_id"][1:])
+    return {"answer": "yes" if n % 3 else "no", "steps": n, "tokens": 10 * n}
+"""
+
+
+def start(tmp_path: Path, out: str, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "agent.py", "--tasks",
+         "suite.json", "--repeats", "2", "--out", out, *extra],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def comparable(path: Path) -> list[tuple[object, ...]]:
+    rows = json.loads(path.read_text())["results"]
+    return [(r["task_id"], r["attempt"], r["answer"], r["passed"], r["steps"]) for r in rows]
+
+
+def test_ctrl_c_then_resume_matches_an_uninterrupted_run(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    write_agent(SLOW_AGENT)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["yes"]} for i in range(8)])
+    whole = start(tmp_path, "whole.json")
+    whole.communicate(timeout=60)
+    (tmp_path / "calls.log").unlink()
+
+    calls = tmp_path / "calls.log"
+    for more in (5, 3):  # two interruptions at different points
+        before = len(calls.read_text().splitlines()) if calls.exists() else 0
+        proc = start(tmp_path, "part.json", *(["--resume", "part.json"] if before else []))
+        while (len(calls.read_text().splitlines()) if calls.exists() else 0) < before + more:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted; the attempts that finished were written" in err
+        assert (tmp_path / "part.json.journal.jsonl").exists()
+        assert json.loads((tmp_path / "part.json").read_text())["run"]["interrupted"] is True
+
+    done = start(tmp_path, "part.json", "--resume", "part.json")
+    _out, err = done.communicate(timeout=60)
+    assert done.returncode == 2, err
+    assert "resumed:" in err
+    assert comparable(tmp_path / "part.json") == comparable(tmp_path / "whole.json")
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert sorted(calls) == sorted(set(calls)), "an attempt that finished ran again"
+    assert len(calls) <= 16 + 2  # at most the attempts in flight at each interruption repeat
+    assert not (tmp_path / "part.json.journal.jsonl").exists()
+
+
+def test_resume_refuses_a_changed_suite(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    write_agent(SLOW_AGENT)
+    write_suite([{"id": f"t{i}", "task": "q"} for i in range(8)])
+    proc = start(tmp_path, "part.json")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    write_suite([{"id": f"t{i}", "task": "changed"} for i in range(8)])
+    again = start(tmp_path, "part.json", "--resume", "part.json")
+    _, err = again.communicate(timeout=60)
+    assert again.returncode == 1
+    assert err.startswith("Error: --resume part.json: the suite changed since that run")
+
+
+def row(task_id: str, attempt: int) -> AttemptResult:
+    checks = Checks(passed=True, missing=[], forbidden_found=[], regex_ok=None, tool_ok=None,
+                    within_steps=None, tools_used=[])  # fmt: skip
+    return AttemptResult(task_id=task_id, category="c", attempt=attempt, passed=True,
+                         failure_class="passed", answer="a" * 50, steps=1, tokens=1, seconds=0.1,
+                         stopped="finished", checks=checks)  # fmt: skip
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(count=st.integers(1, 6), cut=st.integers(1, 200))
+def test_journal_recovers_from_a_torn_last_line(tmp_path: Path, count: int, cut: int) -> None:
+    path = tmp_path / f"j{count}-{cut}.journal.jsonl"
+    journal = Journal(path, {"run_id": "x"})
+    for n in range(count):
+        item = row("t", n + 1)
+        journal.append(item, item.model_dump_json())
+    journal.close()
+    data = path.read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    path.write_bytes(data[: last + min(cut, len(data) - last - 1)])  # tear the last row
+    reopened = Journal(path, {"run_id": "x"})
+    assert reopened.done() == {("t", n + 1) for n in range(count - 1)}
+    again = row("t", count)
+    reopened.append(again, again.model_dump_json())
+    keys = [(r.task_id, r.attempt) for r in reopened.rows([("t", n + 1) for n in range(count)])]
+    assert keys == [("t", n + 1) for n in range(count)]
+    reopened.close()
+
+
+def _append_many(path: str, worker: int) -> None:
+    for n in range(50):
+        append_labbook(Path(path), {"worker": worker, "n": n, "pad": "x" * 2000})
+
+
+def test_concurrent_labbook_appends_leave_one_valid_line_each(tmp_path: Path) -> None:
+    path = tmp_path / "lb.jsonl"
+    with ProcessPoolExecutor(max_workers=6) as pool:
+        list(pool.map(_append_many, [str(path)] * 6, range(6)))
+    lines = path.read_text().splitlines()
+    assert len(lines) == 300
+    assert sorted((r["worker"], r["n"]) for r in map(json.loads, lines)) == [
+        (w, n) for w in range(6) for n in range(50)
+    ]
+
+
+@given(st.text(max_size=80))
+def test_file_name_parts_cannot_escape(value: str) -> None:
+    part = safe_part(value)
+    assert part and "/" not in part and "\\x00" not in part and not part.startswith(".")
+    assert set(part) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+    name = trajectory_name(value, value, value, value, 1)
+    assert os.path.basename(name) == name and name.endswith("-r1.jsonl")
+    assert (Path("/base") / name).resolve().parent == Path("/base")
