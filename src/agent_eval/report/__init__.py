@@ -1,1 +1,95 @@
-"""report."""
+"""Reports built from results files alone: text, Markdown, JUnit, HTML, JSON, compare, history.
+
+Nothing here imports the runner, so a results file from any past run can be re-reported
+offline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agent_eval.errors import ConfigError
+from agent_eval.report.compare import compare_runs
+from agent_eval.report.compare_text import render_compare_text
+from agent_eval.report.history import read_history, render_history_text
+from agent_eval.report.results import RunResults, TaskOutcome, load_results
+from agent_eval.report.summary import summarise_run
+
+REPORT_FORMATS = ("text", "markdown", "junit", "html", "json")
+"""Formats of ``agent-eval report``."""
+
+__all__ = [
+    "REPORT_FORMATS",
+    "RunResults",
+    "TaskOutcome",
+    "compare_runs",
+    "load_results",
+    "read_history",
+    "render_compare",
+    "render_compare_text",
+    "render_history",
+    "render_history_text",
+    "render_report",
+    "summarise_run",
+    "write_output",
+]
+
+
+def render_report(results: RunResults, fmt: str = "text") -> str:
+    """One run's report in the given format."""
+    report = summarise_run(results)
+    if fmt == "text":
+        from agent_eval.report.text import render_text
+
+        return render_text(report)
+    if fmt == "markdown":
+        from agent_eval.report.markdown import render_markdown
+
+        return render_markdown(report)
+    if fmt == "junit":
+        from agent_eval.report.junit import render_junit
+
+        return render_junit(results, report)
+    if fmt == "html":
+        # Imported here: matplotlib costs a noticeable start-up only this format needs.
+        from agent_eval.report.html import render_html
+
+        return render_html(results, report)
+    if fmt == "json":
+        return to_json(report)
+    raise ConfigError(f"report: unknown format {fmt!r} (use one of {', '.join(REPORT_FORMATS)})")
+
+
+def render_compare(result: dict[str, Any], fmt: str = "text") -> str:
+    """A comparison as text or JSON."""
+    if fmt == "json":
+        return to_json(result)
+    if fmt == "text":
+        return render_compare_text(result)
+    raise ConfigError(f"compare: unknown format {fmt!r} (use text or json)")
+
+
+def render_history(history: dict[str, Any], fmt: str = "text") -> str:
+    """A labbook history as text or JSON."""
+    if fmt == "json":
+        return to_json(history)
+    if fmt == "text":
+        return render_history_text(history)
+    raise ConfigError(f"history: unknown format {fmt!r} (use text or json)")
+
+
+def to_json(document: dict[str, Any]) -> str:
+    """Indented JSON with a final newline; NaN never appears, undefined values are null."""
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_output(text: str, out: str | Path) -> None:
+    """Write a report to ``out``; ConfigError naming the path when it cannot be written."""
+    path = Path(out)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--out {path}: cannot write the report ({exc.strerror}); check "
+                          "that the folder exists and is writable") from None

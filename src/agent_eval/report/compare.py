@@ -1,0 +1,164 @@
+"""Compare two runs paired by task id, and say in plain words whether the change is real.
+
+Two claims are kept apart (STATS.md): (a) "B is better on tasks like these", about the
+population of tasks, tested with the paired t test; and (b) "B beats A on exactly this
+suite", tested with the exact within-task permutation test. The verdict names which
+claim it makes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.errors import ConfigError
+from agent_eval.report.results import RunResults, TaskOutcome
+from agent_eval.report.text import short_hash
+from agent_eval.score import stats
+
+
+def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> bool:
+    """True when the suites differ and that was allowed; ConfigError when not allowed."""
+    hash_a, hash_b = a.run["suite_hash"], b.run["suite_hash"]
+    if hash_a == hash_b:
+        return False
+    if not allow_suite_change:
+        raise ConfigError(
+            f"compare {a.path} {b.path}: the runs used different suites "
+            f"({a.run['task_set']} {a.run['task_set_version']} hash {short_hash(hash_a)} "
+            f"against {b.run['task_set']} {b.run['task_set_version']} hash "
+            f"{short_hash(hash_b)}), so a "
+            "difference could come from the tasks rather than the agents; re-run both on one "
+            "suite, or pass --allow-suite-change to pair the task ids they share")
+    return True
+
+
+def _task_change(task_a: TaskOutcome, task_b: TaskOutcome) -> dict[str, Any]:
+    difference = task_b.rate - task_a.rate
+    change = "better" if difference > 0 else "worse" if difference < 0 else "same"
+    return {"task_id": task_a.task_id, "category": task_a.category,
+            "a": f"{task_a.passes}/{task_a.attempts}", "b": f"{task_b.passes}/{task_b.attempts}",
+            "rate_a": task_a.rate, "rate_b": task_b.rate, "difference": difference,
+            "change": change}
+
+
+def compare_runs(a: RunResults, b: RunResults, *, alpha: float = 0.05, power: float = 0.8,
+                 delta: float | None = None, allow_suite_change: bool = False) -> dict[str, Any]:
+    """The paired comparison of run B against run A, as the compare JSON contract."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ConfigError(f"compare: --alpha {alpha} and --power {power} must each lie "
+                          "strictly between 0 and 1 (for example --alpha 0.05 --power 0.8)")
+    if delta is not None and not 0 < delta <= 1:
+        raise ConfigError(f"compare: --delta {delta} must be a difference in success rate "
+                          "in (0, 1], for example 0.1")
+    suite_changed = _check_suites(a, b, allow_suite_change)
+    tasks_a = {t.task_id: t for t in a.tasks}
+    tasks_b = {t.task_id: t for t in b.tasks}
+    shared = [task_id for task_id in tasks_a if task_id in tasks_b]
+    if not shared:
+        raise ConfigError(f"compare {a.path} {b.path}: the runs share no task id, so there "
+                          "is nothing to pair; compare runs of the same suite")
+    pairs = [(tasks_a[t].attempts, tasks_a[t].passes, tasks_b[t].attempts, tasks_b[t].passes)
+             for t in shared]
+    paired = stats.paired_comparison(pairs, 1 - alpha)
+    permutation = stats.permutation_test(pairs)
+    plan = stats.plan_from_pairs(pairs, delta, alpha, power)
+    d = paired.difference
+    worse = d.mean is not None and d.mean < 0 and permutation.p_value <= alpha
+    result: dict[str, Any] = {
+        "a": {"label": a.label, "run_id": a.run["run_id"], "path": str(a.path)},
+        "b": {"label": b.label, "run_id": b.run["run_id"], "path": str(b.path)},
+        "suite_changed": suite_changed,
+        "only_a": [t for t in tasks_a if t not in tasks_b],
+        "only_b": [t for t in tasks_b if t not in tasks_a],
+        "tasks": paired.n,
+        "mean_a": paired.mean_a,
+        "mean_b": paired.mean_b,
+        "difference": d.mean,
+        "se_paired": d.se,
+        "ci95": None if d.lo is None or d.hi is None else [d.lo, d.hi],
+        "se_unpaired": paired.se_unpaired,
+        "correlation": paired.correlation,
+        "p_fixed_suite": permutation.p_value,
+        "p_fixed_suite_exact": permutation.exact,
+        "fixed_suite_test": _test_name(pairs, permutation),
+        "p_population": paired.p_population,
+        "alpha": alpha,
+        "power": power,
+        "delta": plan.delta,
+        "repeats": plan.repeats,
+        "sigma2_a": plan.sigma2_a,
+        "sigma2_b": plan.sigma2_b,
+        "omega2": plan.omega2,
+        "repeats_needed": plan.repeats_needed,
+        "tasks_needed": plan.tasks_needed,
+        "mde": plan.mde,
+        "worse_beyond_noise": worse,
+        "per_task": [_task_change(tasks_a[t], tasks_b[t]) for t in shared],
+    }
+    result["verdict"] = verdict(result)
+    return result
+
+
+def _test_name(pairs: list[stats.PairCount], permutation: stats.PermutationTest) -> str:
+    """Which test gave p_fixed_suite, so that a reader can check it."""
+    if not permutation.exact:
+        return f"within-task permutation, Monte Carlo ({permutation.permutations} draws)"
+    if all(p[0] == 1 and p[2] == 1 for p in pairs):
+        return "McNemar exact (one attempt each)"
+    return "exact within-task permutation"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "undefined"
+    return "< 0.001" if value < 0.001 else f"= {value:.3f}"
+
+
+def _planning_sentence(r: dict[str, Any]) -> str:
+    power = f"{r['power']:.0%} power at alpha {r['alpha']:g}"
+    mde = f" The smallest difference these {r['tasks']} tasks can detect is about " \
+          f"{r['mde']:.3f}." if r["mde"] is not None else ""
+    if r["sigma2_a"] is None or r["sigma2_b"] is None:
+        return ("Repeats >= 2 per task are needed to plan: with one attempt per task, attempt "
+                "noise cannot be told apart from real differences between tasks." + mde)
+    if r["delta"] == 0:
+        return ("The runs tie on average, so there is no difference to plan for; give --delta "
+                "to plan for one." + mde)
+    if r["repeats_needed"] is None:
+        more = f" (about {r['tasks_needed']} tasks at {r['repeats']:.0f} repeats each)" \
+            if r["tasks_needed"] is not None else ""
+        return (f"To show a difference of {r['delta']:.3f} on tasks like these with {power}, "
+                f"no number of repeats is enough: add tasks{more}. The tasks differ from one "
+                "another more than repeats can average away." + mde)
+    return (f"To show a difference of {r['delta']:.3f} on tasks like these with {power}, about "
+            f"{r['repeats_needed']} repeats per task are needed at {r['tasks']} tasks (these runs "
+            f"had {r['repeats']:.3g})." + mde)
+
+
+def verdict(r: dict[str, Any]) -> str:
+    """One plain-language paragraph that says which claim the numbers support."""
+    diff, alpha = r["difference"], r["alpha"]
+    if diff is None:
+        return "No task has attempts in both runs, so there is nothing to compare."
+    direction = "better than" if diff > 0 else "worse than" if diff < 0 else "level with"
+    head = (f"Over {r['tasks']} shared task(s), B scores {r['mean_b']:.3f} against A's "
+            f"{r['mean_a']:.3f}, a difference of {diff:+.3f}")
+    if r["ci95"] is not None:
+        head += f" (95% interval [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}])"
+    fixed_ok = r["p_fixed_suite"] <= alpha and diff != 0
+    pop_ok = r["p_population"] is not None and r["p_population"] <= alpha and diff != 0
+    if fixed_ok:
+        claim_b = (f"Claim (b), on exactly this suite: B is {direction} A beyond attempt noise "
+                   f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])}).")
+    else:
+        claim_b = ("Claim (b), on exactly this suite: the difference is within attempt noise "
+                   f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])}).")
+    if pop_ok:
+        claim_a = (f"Claim (a), on tasks like these: B is {direction} A (paired t p "
+                   f"{_p(r['p_population'])}).")
+    else:
+        claim_a = ("Claim (a), on tasks like these: not shown; the paired t test gives p "
+                   f"{_p(r['p_population'])}, and a claim about other tasks needs more of them.")
+    warning = " The suites differ: only the shared task ids were paired." \
+        if r["suite_changed"] else ""
+    return f"{head}. {claim_b} {claim_a} {_planning_sentence(r)}{warning}"

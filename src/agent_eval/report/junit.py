@@ -1,0 +1,53 @@
+"""The run report as JUnit XML: one testcase per task, for CI test dashboards."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from agent_eval.report.results import RunResults, TaskOutcome
+from agent_eval.score.summary import describe_failure
+
+
+def _checks_text(task: TaskOutcome) -> str:
+    """Every failed attempt's checks, one line each, for the failure body."""
+    lines = []
+    for row in task.rows:
+        if row.passed:
+            continue
+        checks = row.checks.model_dump()
+        shown = ", ".join(f"{k}={v!r}" for k, v in checks.items() if v not in (None, []))
+        lines.append(f"{describe_failure(row)} [{row.failure_class}] checks: {shown}")
+    return "\n".join(lines)
+
+
+def render_junit(results: RunResults, report: dict[str, Any]) -> str:
+    """JUnit XML for a run: a task fails when any of its attempts failed."""
+    s = report["summary"]
+    tasks = results.tasks
+    failing = [t for t in tasks if t.passes < t.attempts]
+    suite = ET.Element("testsuite", {
+        "name": f"{results.run['task_set']} {results.run['task_set_version']}",
+        "tests": str(len(tasks)), "failures": str(len(failing)), "errors": "0",
+        "time": f"{sum(r.seconds for r in results.rows):.3f}",
+    })
+    properties = ET.SubElement(suite, "properties")
+    for key in ("scaffold", "model", "suite_hash", "run_id"):
+        ET.SubElement(properties, "property", {"name": key, "value": str(results.run[key])})
+    ET.SubElement(properties, "property", {"name": "success_rate",
+                                           "value": f"{s['success_rate']}"})
+    for task in tasks:
+        case = ET.SubElement(suite, "testcase", {
+            "classname": task.category, "name": task.task_id,
+            "time": f"{sum(r.seconds for r in task.rows):.3f}",
+        })
+        if task.passes < task.attempts:
+            failure = ET.SubElement(case, "failure", {
+                "message": f"{task.attempts - task.passes} of {task.attempts} attempt(s) failed: "
+                           + "; ".join(describe_failure(r) for r in task.rows if not r.passed),
+                "type": ",".join(sorted({r.failure_class for r in task.rows if not r.passed})),
+            })
+            failure.text = _checks_text(task)
+    ET.indent(suite)
+    body = ET.tostring(suite, encoding="unicode")
+    return f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n'

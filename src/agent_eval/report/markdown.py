@@ -1,0 +1,64 @@
+"""The run report as GitHub-flavoured Markdown, for a CI step summary."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from agent_eval.report.text import fmt, fmt_interval
+
+
+def _cell(text: object) -> str:
+    """Table-safe text: a pipe or a newline would break the row, and CI summaries render
+    raw HTML, so model-written markup is escaped.
+    """
+    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[object]]) -> list[str]:
+    """A Markdown table with left-aligned columns."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The run report for a CI step summary, from ``summarise_run``'s dict."""
+    s, run = report["summary"], report["summary"]["run"]
+    quant = f" ({run['quant']})" if run.get("quant") else ""
+    lines = [f"## {_cell(run['scaffold'])} x {_cell(run['model'])}{_cell(quant)}", "",
+             f"Suite `{run['task_set']}` {run['task_set_version']} · {s['tasks']} task(s) · "
+             f"{run['repeats']} attempt(s) each · run `{run['run_id']}`", ""]
+    figures: list[list[object]] = [
+        ["success rate", fmt(s["success_rate"]), fmt_interval(s["wilson95"]),
+         f"Wilson, {s['passed']} of {s['attempts']} attempts"],
+        ["mean over tasks", fmt(s["task_mean"]), fmt_interval(s["task_ci95"]),
+         f"SE {fmt(s['task_se'])}"],
+    ]
+    figures += [[f"pass@{k}", fmt(v), "", f"SE {fmt(s['pass_at_k_se'][k])}"]
+                for k, v in s["pass_at_k"].items()]
+    figures += [[f"pass^{k}", fmt(v), "", f"SE {fmt(s['pass_hat_k_se'][k])}"]
+                for k, v in s["pass_hat_k"].items()]
+    if s["within_task_var"] is not None:
+        figures.append(["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"])
+        figures.append(["between-task var", fmt(s["between_task_var"], 4), "",
+                        "true differences between tasks"])
+    lines += [*table(["figure", "value", "95% interval", "note"], figures), ""]
+    usable, model = s["usable_success"], s["model_success"]
+    lines += [f"- usable success {fmt(usable['rate'])} ({usable['passed']} of "
+              f"{usable['attempts']} attempts, all counted)",
+              f"- model success {fmt(model['rate'])} ({model['passed']} of "
+              f"{model['attempts']} attempts, infra errors excluded)",
+              "- failure classes: " + ", ".join(f"{k} {v}" for k, v in
+                                                s["failure_classes"].items())]
+    if s["unstable_tasks"]:
+        lines.append("- unstable tasks: " + ", ".join(f"`{t}`" for t in s["unstable_tasks"]))
+    if s["cost"] is not None:
+        lines.append(f"- cost {fmt(s['cost']['cost_total'], 4)} total")
+    lines += ["", "### Tasks", ""]
+    lines += table(["task", "category", "passed", "rate", "steps", "tokens", "first failure"],
+                   [[f"`{r['task_id']}`", r["category"], f"{r['successes']}/{r['attempts']}",
+                     fmt(r["success_rate"], 2), f"{r['mean_steps']:.1f}",
+                     f"{r['mean_tokens']:.0f}", r["failures"][0] if r["failures"] else ""]
+                    for r in report["per_task"]])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,93 @@
+"""Plots for the HTML report, drawn by matplotlib as inline SVG.
+
+matplotlib is maintained, works offline, and renders text as paths, so the page needs
+no font, script or network. Figures are built without pyplot, which keeps no global
+state and is safe in threads; ids are salted per plot so several SVGs share a page.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+import matplotlib
+from matplotlib.figure import Figure
+
+PASS_COLOUR = "#2a9d8f"
+FAIL_COLOUR = "#e76f51"
+MIXED_COLOUR = "#e9c46a"
+
+_PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*|<!--.*?-->\s*", re.DOTALL)
+_NAMESPACES = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
+
+
+def to_svg(figure: Figure, salt: str) -> str:
+    """The figure as an inline <svg> element, stripped of everything that names a URL.
+
+    The XML prologue, the DTD and the RDF metadata only name external documents, and
+    HTML needs no namespace declarations for inline SVG. Comments, which repeat label
+    text, go too: the labels are drawn as paths already.
+    """
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    svg = _METADATA.sub("", _PROLOGUE.sub("", buffer.getvalue(), count=1))
+    return _NAMESPACES.sub("", svg).strip()
+
+
+def _colour(rate: float) -> str:
+    return PASS_COLOUR if rate >= 1 else FAIL_COLOUR if rate <= 0 else MIXED_COLOUR
+
+
+def success_by_category(summary: dict[str, Any]) -> str:
+    """Success rate per category with its Wilson interval, one row per category."""
+    names = list(summary["categories"])
+    figure = Figure(figsize=(6.4, 0.5 + 0.45 * max(len(names), 1)))
+    axes = figure.add_subplot()
+    for y, name in enumerate(names):
+        cat = summary["categories"][name]
+        lo, hi = cat["wilson95"]
+        rate = cat["success_rate"] or 0.0
+        spread = [[max(0.0, rate - lo)], [max(0.0, hi - rate)]]
+        axes.errorbar([rate], [y], xerr=spread, fmt="o", capsize=4, color="#264653")
+        axes.annotate(f"{rate:.2f} ({cat['passed']}/{cat['attempts']})", (hi, y),
+                      xytext=(6, -3), textcoords="offset points", fontsize=8)
+    axes.set_yticks(range(len(names)), names)
+    axes.set_xlim(0, 1.25)
+    axes.set_ylim(-0.6, max(len(names), 1) - 0.4)
+    axes.set_xlabel("success rate (95% Wilson interval)")
+    axes.invert_yaxis()
+    return to_svg(figure, "success-by-category")
+
+
+def steps_per_task(per_task: list[dict[str, Any]]) -> str:
+    """Mean steps per task with the min-max range, coloured by how often the task passed."""
+    figure = Figure(figsize=(max(6.4, 0.35 * len(per_task) + 1.5), 3.2))
+    axes = figure.add_subplot()
+    xs = range(len(per_task))
+    means = [row["mean_steps"] for row in per_task]
+    axes.bar(xs, means, color=[_colour(row["success_rate"]) for row in per_task])
+    axes.errorbar(xs, means, yerr=[[m - row["min_steps"] for m, row in zip(means, per_task,
+                                                                            strict=True)],
+                                   [row["max_steps"] - m for m, row in zip(means, per_task,
+                                                                            strict=True)]],
+                  fmt="none", color="#264653", capsize=2)
+    axes.set_xticks(list(xs), [row["task_id"] for row in per_task], rotation=60, ha="right",
+                    fontsize=7)
+    axes.set_ylabel("steps (mean, min-max)")
+    return to_svg(figure, "steps-per-task")
+
+
+def tokens_against_success(per_task: list[dict[str, Any]]) -> str:
+    """Each task's mean tokens against its success rate: does spending more help?"""
+    figure = Figure(figsize=(6.4, 3.4))
+    axes = figure.add_subplot()
+    axes.scatter([row["mean_tokens"] for row in per_task],
+                 [row["success_rate"] for row in per_task],
+                 c=[_colour(row["success_rate"]) for row in per_task], edgecolors="#264653")
+    axes.set_xlabel("mean tokens per attempt")
+    axes.set_ylabel("task success rate")
+    axes.set_ylim(-0.08, 1.08)
+    return to_svg(figure, "tokens-against-success")

@@ -1,0 +1,133 @@
+"""The statistics of one run as a plain dict: the JSON report, and the source of every
+other format, so that text, Markdown, JUnit and HTML never disagree.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from agent_eval.report.results import RunResults, TaskOutcome
+from agent_eval.score import stats
+from agent_eval.score.summary import cost, describe_failure
+
+RUN_KEYS = ("run_id", "lab", "scaffold", "model", "router_model", "quant", "engine",
+            "task_set", "task_set_version", "suite_hash", "repeats", "date", "host",
+            "harness_version")
+"""Run metadata repeated in the report so that it names what it describes."""
+
+
+def _rate(passed: int, attempts: int) -> dict[str, Any]:
+    return {"rate": passed / attempts if attempts else None, "passed": passed,
+            "attempts": attempts}
+
+
+def _interval(est: stats.MeanEstimate) -> list[float] | None:
+    return None if est.lo is None or est.hi is None else [est.lo, est.hi]
+
+
+def _pass_k(counts: list[stats.TaskCount]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """pass@k and pass^k means and SEs over tasks, for k up to the most attempts."""
+    top = max((n for n, _ in counts), default=0)
+    at: dict[str, Any] = {}
+    hat: dict[str, Any] = {}
+    for k in range(1, top + 1):
+        at[str(k)] = stats.pass_at_k_over_tasks(counts, k)
+        hat[str(k)] = stats.pass_hat_k_over_tasks(counts, k)
+    return at, hat
+
+
+def task_row(task: TaskOutcome) -> dict[str, Any]:
+    """One task's figures: attempts, rate with its interval, pass@k, pass^k, extremes."""
+    n, c = task.attempts, task.passes
+    classes: dict[str, int] = {}
+    for row in task.rows:
+        classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
+    failed = [row for row in task.rows if not row.passed]
+    return {
+        "task_id": task.task_id,
+        "category": task.category,
+        "attempts": n,
+        "successes": c,
+        "success_rate": task.rate,
+        "wilson95": list(stats.wilson_interval(c, n)),
+        "pass_at_k": {str(k): stats.pass_at_k(n, c, k) for k in range(1, n + 1)},
+        "pass_hat_k": {str(k): stats.pass_hat_k(n, c, k) for k in range(1, n + 1)},
+        "unstable": 0 < c < n,
+        "failure_classes": dict(sorted(classes.items())),
+        "mean_steps": statistics.fmean(r.steps for r in task.rows),
+        "min_steps": min(r.steps for r in task.rows),
+        "max_steps": max(r.steps for r in task.rows),
+        "mean_tokens": statistics.fmean(r.tokens for r in task.rows),
+        "mean_seconds": statistics.fmean(r.seconds for r in task.rows),
+        "failures": [describe_failure(row) for row in failed],
+    }
+
+
+def summarise_run(results: RunResults) -> dict[str, Any]:
+    """``{"summary": {...}, "per_task": [...]}`` for one run; the report JSON contract."""
+    tasks = results.tasks
+    rows = results.rows
+    counts = [(t.attempts, t.passes) for t in tasks]
+    attempts, passed = len(rows), sum(r.passed for r in rows)
+    task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1))
+    at, hat = _pass_k(counts)
+    split = stats.variance_split(counts)
+    classes: dict[str, int] = {}
+    for row in rows:
+        classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
+    infra = classes.get("infra_error", 0)
+    roles: dict[str, int] = {}
+    for row in rows:
+        for role, tokens in (row.roles or {}).items():
+            roles[role] = roles.get(role, 0) + tokens
+    priced = any(v is not None for v in results.prices.values())
+    limits = results.run.get("limits")
+    summary: dict[str, Any] = {
+        "run": {key: results.run.get(key) for key in RUN_KEYS},
+        "interrupted": bool(results.run.get("interrupted")),
+        "tasks": len(tasks),
+        "attempts": attempts,
+        "passed": passed,
+        "success_rate": passed / attempts if attempts else None,
+        "wilson95": list(stats.wilson_interval(passed, attempts)),
+        "task_mean": task_est.mean,
+        "task_se": task_est.se,
+        "task_ci95": _interval(task_est),
+        "pass_at_k": {k: e.mean for k, e in at.items()},
+        "pass_at_k_se": {k: e.se for k, e in at.items()},
+        "pass_hat_k": {k: e.mean for k, e in hat.items()},
+        "pass_hat_k_se": {k: e.se for k, e in hat.items()},
+        "within_task_var": split.within if split else None,
+        "between_task_var": split.between if split else None,
+        "unstable_tasks": [t.task_id for t in tasks if 0 < t.passes < t.attempts],
+        "categories": _categories(tasks),
+        "failure_classes": dict(sorted(classes.items())),
+        "usable_success": _rate(passed, attempts),
+        "model_success": _rate(passed, attempts - infra),
+        "infra_retries": limits.get("max_infra_retries") if isinstance(limits, dict) else None,
+        "mean_steps": statistics.fmean(r.steps for r in rows) if rows else None,
+        "mean_seconds": statistics.fmean(r.seconds for r in rows) if rows else None,
+        "total_tokens": sum(r.tokens for r in rows),
+        "mean_tokens": statistics.fmean(r.tokens for r in rows) if rows else None,
+        "tokens_by_role": dict(sorted(roles.items())) or None,
+        "cost": ({**cost(rows, results.prices), "prices": results.prices} if priced else None),
+    }
+    return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
+
+
+def _categories(tasks: list[TaskOutcome]) -> dict[str, dict[str, Any]]:
+    """Per category: tasks, attempts, pass rate with Wilson, and the mean over its tasks."""
+    grouped: dict[str, list[TaskOutcome]] = {}
+    for task in tasks:
+        grouped.setdefault(task.category, []).append(task)
+    view = {}
+    for name, members in sorted(grouped.items()):
+        attempts = sum(t.attempts for t in members)
+        passed = sum(t.passes for t in members)
+        est = stats.mean_estimate([t.rate for t in members], bounds=(0, 1))
+        view[name] = {"tasks": len(members), "attempts": attempts, "passed": passed,
+                      "success_rate": passed / attempts if attempts else None,
+                      "wilson95": list(stats.wilson_interval(passed, attempts)),
+                      "task_mean": est.mean, "task_ci95": _interval(est)}
+    return view

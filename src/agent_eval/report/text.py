@@ -1,0 +1,152 @@
+"""The terminal report of one run: rich tables rendered to plain text."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A figure for people; '-' where it is undefined."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_interval(pair: list[float] | None, digits: int = 3) -> str:
+    """An interval as [lo, hi]; '-' where it is undefined."""
+    return "-" if pair is None else f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]"
+
+
+def short_hash(value: object) -> str:
+    """The first 12 hex digits of a content hash, without an algorithm prefix."""
+    return str(value).rsplit(":", 1)[-1][:12]
+
+
+def fmt_p(value: float | None) -> str:
+    """A p-value: four decimals, or scientific notation when that would print zero."""
+    if value is None:
+        return "-"
+    return f"{value:.1e}" if value < 1e-4 else f"{value:.4f}"
+
+
+def render_tables(tables: list[Table | str], width: int = 100) -> str:
+    """Render rich tables and lines to plain text of a fixed width, without colour codes."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False,
+                      highlight=False, emoji=False, markup=False)
+    for item in tables:
+        # Lines are printed whole: a script reading them should not meet a wrapped line.
+        console.print(item, soft_wrap=isinstance(item, str))
+    # rich pads titles and cells to the table's width; trailing blanks only get in the way.
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def _headline(s: dict[str, Any]) -> list[str]:
+    run = s["run"]
+    quant = f" ({run['quant']})" if run.get("quant") else ""
+    lines = [f"{run['scaffold']} x {run['model']}{quant}: {s['tasks']} task(s), "
+             f"{run['repeats']} attempt(s) each",
+             f"suite {run['task_set']} {run['task_set_version']} "
+             f"(hash {short_hash(run['suite_hash'])}), run {run['run_id']}"]
+    if s["interrupted"]:
+        lines.append("WARNING: this run was interrupted; only the attempts that finished "
+                     "are counted")
+    return lines
+
+
+def _overview(s: dict[str, Any]) -> Table:
+    table = Table(title="Success", title_justify="left")
+    for column in ("figure", "value", "95% interval", "note"):
+        table.add_column(column)
+    table.add_row("success rate", fmt(s["success_rate"]), fmt_interval(s["wilson95"]),
+                  f"Wilson, {s['passed']} of {s['attempts']} attempts")
+    table.add_row("mean over tasks", fmt(s["task_mean"]), fmt_interval(s["task_ci95"]),
+                  f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df")
+    for k, value in s["pass_at_k"].items():
+        table.add_row(f"pass@{k}", fmt(value), "", f"SE {fmt(s['pass_at_k_se'][k])}")
+    for k, value in s["pass_hat_k"].items():
+        table.add_row(f"pass^{k}", fmt(value), "", f"SE {fmt(s['pass_hat_k_se'][k])}")
+    if s["within_task_var"] is None:
+        table.add_row("variance split", "-", "", "needs 2 or more attempts per task")
+    else:
+        table.add_row("within-task var", fmt(s["within_task_var"], 4), "", "attempt noise")
+        table.add_row("between-task var", fmt(s["between_task_var"], 4), "",
+                      "true differences between tasks")
+    return table
+
+
+def _categories(s: dict[str, Any]) -> Table:
+    table = Table(title="Categories", title_justify="left")
+    for column in ("category", "tasks", "passed", "rate", "95% interval (Wilson)"):
+        table.add_column(column)
+    for name, cat in s["categories"].items():
+        table.add_row(name, str(cat["tasks"]), f"{cat['passed']}/{cat['attempts']}",
+                      fmt(cat["success_rate"]), fmt_interval(cat["wilson95"]))
+    return table
+
+
+def _failures(s: dict[str, Any]) -> Table:
+    table = Table(title="Failure classes", title_justify="left")
+    table.add_column("class")
+    table.add_column("attempts", justify="right")
+    for name, count in s["failure_classes"].items():
+        table.add_row(name, str(count))
+    return table
+
+
+def _success_lines(s: dict[str, Any]) -> list[str]:
+    usable, model = s["usable_success"], s["model_success"]
+    return [f"usable success  {fmt(usable['rate'])}  ({usable['passed']} of "
+            f"{usable['attempts']} attempts, all counted)",
+            f"model success   {fmt(model['rate'])}  ({model['passed']} of "
+            f"{model['attempts']} attempts, infra errors excluded)"]
+
+
+def _tasks(per_task: list[dict[str, Any]]) -> Table:
+    table = Table(title="Tasks", title_justify="left")
+    for column in ("task", "category", "passed", "rate", "steps", "tokens", "first failure"):
+        table.add_column(column, justify="right" if column in ("steps", "tokens") else "left")
+    for row in per_task:
+        mark = " (unstable)" if row["unstable"] else ""
+        table.add_row(row["task_id"], row["category"], f"{row['successes']}/{row['attempts']}",
+                      fmt(row["success_rate"], 2) + mark, f"{row['mean_steps']:.1f}",
+                      f"{row['mean_tokens']:.0f}", row["failures"][0] if row["failures"] else "")
+    return table
+
+
+def _footer(s: dict[str, Any]) -> list[Table | str]:
+    items: list[Table | str] = []
+    if s["tokens_by_role"]:
+        roles = Table(title="Tokens per role", title_justify="left")
+        roles.add_column("role")
+        roles.add_column("tokens", justify="right")
+        for role, tokens in s["tokens_by_role"].items():
+            roles.add_row(role, str(tokens))
+        items.append(roles)
+    items.append(f"tokens        {s['total_tokens']} total, {fmt(s['mean_tokens'], 1)} "
+                 "per attempt")
+    cost = s["cost"]
+    if cost is None:
+        items.append("cost          not computed: no price was given (run with "
+                     "--cost-per-million, or input and output prices)")
+    else:
+        prices = ", ".join(f"{k}={v}" for k, v in cost["prices"].items() if v is not None)
+        items.append(f"cost          {fmt(cost['cost_total'], 4)} total, "
+                     f"{fmt(cost['cost_per_task'], 4)} per attempt ({prices})")
+    if s["infra_retries"] is not None:
+        items.append(f"infra errors are counted after up to {s['infra_retries']} retries")
+    return items
+
+
+def render_text(report: dict[str, Any], width: int = 100) -> str:
+    """The run report for a terminal, from ``summarise_run``'s dict."""
+    s = report["summary"]
+    items: list[Table | str] = [*_headline(s), _overview(s)]
+    if s["unstable_tasks"]:
+        items.append("unstable tasks: " + ", ".join(s["unstable_tasks"]))
+    if len(s["categories"]) > 1:
+        items.append(_categories(s))
+    items += [_failures(s), *_success_lines(s), _tasks(report["per_task"]), *_footer(s)]
+    return render_tables(items, width)

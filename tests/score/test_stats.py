@@ -1,0 +1,217 @@
+"""Statistics against STATS.md's reference values, its worked example, and properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_eval.score import stats
+
+# The worked example: A passes 9 of 15 tasks every time. B adds +1.0, +0.8 and +0.7
+# on three of A's failing tasks and -0.5 on one of A's passing tasks.
+P_A = [1.0] * 9 + [0.0] * 6
+P_B_CONCENTRATED = [1.0] * 8 + [0.5] + [1.0, 0.8, 0.7] + [0.0] * 3
+# The same +2/15 spread as p = 1/3 on all six of A's failing tasks.
+P_B_SPREAD = [1.0] * 9 + [1 / 3] * 6
+
+
+def true_planning_inputs(p_a: list[float], p_b: list[float]) -> tuple[float, float, float]:
+    """omega² over the fixed true differences (population variance), and each sigma²."""
+    d = np.array(p_b) - np.array(p_a)
+    return (float(np.var(d)), float(np.mean([p * (1 - p) for p in p_a])),
+            float(np.mean([p * (1 - p) for p in p_b])))
+
+
+def test_wilson_9_of_15() -> None:
+    lo, hi = stats.wilson_interval(9, 15)
+    assert (round(lo, 3), round(hi, 3)) == (0.357, 0.802)
+
+
+def test_wilson_empty_is_whole_range() -> None:
+    assert stats.wilson_interval(0, 0) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(("b", "c", "p"), [(2, 0, 0.5), (6, 0, 0.03125), (0, 6, 0.03125),
+                                           (0, 0, 1.0), (3, 3, 1.0)])
+def test_mcnemar_exact(b: int, c: int, p: float) -> None:
+    assert stats.mcnemar_exact(b, c) == pytest.approx(p)
+
+
+@pytest.mark.parametrize(("b", "c"), [(2, 0), (6, 0), (5, 2), (1, 4)])
+def test_permutation_with_one_attempt_is_mcnemar(b: int, c: int) -> None:
+    pairs = [(1, 0, 1, 1)] * b + [(1, 1, 1, 0)] * c + [(1, 1, 1, 1)] * 4 + [(1, 0, 1, 0)] * 3
+    result = stats.permutation_test(pairs)
+    assert result.exact
+    assert result.p_value == pytest.approx(stats.mcnemar_exact(b, c))
+
+
+def test_permutation_monte_carlo_agrees_with_exact_and_is_seeded() -> None:
+    pairs = [(4, 4, 4, 4)] * 8 + [(4, 0, 4, 4), (4, 0, 4, 3), (4, 0, 4, 3), (4, 4, 4, 2)]
+    exact = stats.permutation_test(pairs)
+    sampled = stats.permutation_test(pairs, seed=7, permutations=20_000, max_exact_work=0)
+    again = stats.permutation_test(pairs, seed=7, permutations=20_000, max_exact_work=0)
+    assert exact.exact and not sampled.exact and sampled.permutations == 20_000
+    assert sampled.p_value == again.p_value
+    assert sampled.p_value == pytest.approx(exact.p_value, abs=0.005)
+
+
+def test_permutation_empty_and_all_ties() -> None:
+    assert stats.permutation_test([]).p_value == 1.0
+    assert stats.permutation_test([(3, 3, 3, 3), (3, 0, 3, 0)]).p_value == 1.0
+
+
+def test_task_mean_uses_t_interval() -> None:
+    means = [1.0] * 9 + [0.0] * 6
+    est = stats.mean_estimate(means)
+    se = float(np.std(means, ddof=1)) / math.sqrt(15)
+    assert est.mean == pytest.approx(0.6)
+    assert est.se == pytest.approx(se)
+    assert est.hi == pytest.approx(0.6 + 2.1447866879 * se)
+    assert stats.mean_estimate([]).mean is None
+    assert stats.mean_estimate([0.5]).se is None
+
+
+def test_variance_split() -> None:
+    counts = [(4, 4), (4, 0), (4, 2), (4, 1)]
+    split = stats.variance_split(counts)
+    assert split is not None
+    within = float(np.mean([4 / 3 * m * (1 - m) for m in (1, 0, 0.5, 0.25)]))
+    assert split.within == pytest.approx(within)
+    between = float(np.var([1, 0, 0.5, 0.25], ddof=1)) - within / 4
+    assert split.between == pytest.approx(between)
+    assert stats.variance_split([(1, 1), (1, 0)]) is None
+    assert stats.variance_split([]) is None
+    deterministic = stats.variance_split([(3, 3), (3, 0)])
+    assert deterministic is not None and deterministic.within == 0.0
+
+
+@pytest.mark.parametrize(("n", "c", "k", "at", "hat"), [
+    (5, 2, 1, 0.4, 0.4), (5, 2, 2, 0.7, 0.1), (5, 0, 3, 0.0, 0.0),
+    (5, 5, 5, 1.0, 1.0), (5, 3, 3, 1.0, 0.1), (4, 1, 4, 1.0, 0.0)])
+def test_pass_at_k_and_pass_hat_k(n: int, c: int, k: int, at: float, hat: float) -> None:
+    assert stats.pass_at_k(n, c, k) == pytest.approx(at)
+    assert stats.pass_hat_k(n, c, k) == pytest.approx(hat)
+
+
+def test_pass_k_uses_each_tasks_own_attempts() -> None:
+    counts = [(3, 1), (1, 1), (3, 3)]
+    est = stats.pass_hat_k_over_tasks(counts, 2)
+    assert est.n == 2 and est.mean == pytest.approx((0 + 1) / 2)
+    assert stats.pass_at_k_over_tasks(counts, 4).mean is None
+    with pytest.raises(ValueError, match="k <= attempts"):
+        stats.pass_at_k(2, 1, 3)
+
+
+def test_worked_example_floor_binds() -> None:
+    omega2, s2a, s2b = true_planning_inputs(P_A, P_B_CONCENTRATED)
+    delta = 2 / 15
+    assert round(omega2, 4) == 0.1409
+    assert round(15 * delta**2 / stats.z_sum() ** 2, 4) == 0.0340
+    assert round(stats.z_sum() ** 2, 3) == 7.849
+    assert stats.repeats_needed(15, delta, omega2, s2a, s2b) is None
+    assert stats.tasks_needed(delta, omega2, s2a, s2b, repeats=1) == 81
+    assert stats.tasks_needed(delta, omega2, s2a, s2b, repeats=10**9) == 63
+    # Claim (b) on a fixed suite has no between-task floor: the normal formula says 2.
+    assert stats.repeats_needed(15, delta, 0.0, s2a, s2b) == 2
+
+
+def test_worked_example_spread_needs_13_repeats() -> None:
+    omega2, s2a, s2b = true_planning_inputs(P_A, P_B_SPREAD)
+    assert (round(omega2, 4), round(s2b, 4)) == (0.0267, 0.0889)
+    assert stats.repeats_needed(15, 2 / 15, omega2, s2a, s2b) == 13
+
+
+def test_mde_matches_formula_and_planning_edges() -> None:
+    mde = stats.minimum_detectable_difference(15, 0.02, 0.1, 0.1, 4)
+    assert mde == pytest.approx(math.sqrt(7.848879734 * (0.02 + 0.2 / 4) / 15))
+    assert stats.minimum_detectable_difference(0, 0.02, 0.1, 0.1, 4) is None
+    assert stats.repeats_needed(15, 0.0, 0.0, 0.1, 0.1) is None
+    assert stats.tasks_needed(0.0, 0.0, 0.1, 0.1, 4) is None
+    with pytest.raises(ValueError, match="alpha and power"):
+        stats.z_sum(0.0, 0.8)
+
+
+def test_plan_from_pairs_needs_two_attempts() -> None:
+    pairs = [(1, 1, 1, 0), (1, 0, 1, 1), (1, 1, 1, 1)]
+    plan = stats.plan_from_pairs(pairs)
+    assert plan.repeats_needed is None and plan.sigma2_a is None and plan.mde is not None
+
+
+def test_plan_from_pairs_estimates() -> None:
+    pairs = [(9, 9, 9, 9)] * 9 + [(9, 0, 9, 3)] * 6
+    plan = stats.plan_from_pairs(pairs)
+    s2b = 6 * (9 / 8 * (1 / 3) * (2 / 3)) / 15
+    omega2 = float(np.var([0.0] * 9 + [1 / 3] * 6, ddof=1)) - s2b / 9
+    assert plan.sigma2_a == 0.0 and plan.sigma2_b == pytest.approx(s2b)
+    assert plan.omega2 == pytest.approx(omega2)
+    budget = 15 * (2 / 15) ** 2 / stats.z_sum() ** 2
+    assert plan.repeats_needed == math.ceil(s2b / (budget - omega2))
+
+
+def test_paired_comparison() -> None:
+    pairs = [(2, 2, 2, 2), (2, 0, 2, 1), (2, 1, 2, 2), (2, 0, 2, 0), (2, 2, 2, 1)]
+    cmp = stats.paired_comparison(pairs)
+    d = [0, 0.5, 0.5, 0, -0.5]
+    assert cmp.n == 5 and cmp.difference.mean == pytest.approx(np.mean(d))
+    assert cmp.difference.se == pytest.approx(np.std(d, ddof=1) / math.sqrt(5))
+    m_a, m_b = [1, 0, 0.5, 0, 1], [1, 0.5, 1, 0, 0.5]
+    assert cmp.correlation == pytest.approx(np.corrcoef(m_a, m_b)[0, 1])
+    se_a = np.std(m_a, ddof=1) / math.sqrt(5)
+    se_b = np.std(m_b, ddof=1) / math.sqrt(5)
+    assert cmp.se_unpaired == pytest.approx(math.hypot(se_a, se_b))
+    t = np.mean(d) / (np.std(d, ddof=1) / math.sqrt(5))
+    assert cmp.p_population == pytest.approx(2 * (1 - _t_cdf(abs(t), 4)), abs=1e-9)
+    empty = stats.paired_comparison([])
+    assert empty.n == 0 and empty.mean_a is None and empty.p_population is None
+
+
+def _t_cdf(x: float, df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.cdf(x, df))
+
+
+def test_fixed_suite_power_simulation_about_four_repeats() -> None:
+    power = {k: stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, k, trials=300, seed=11)
+             for k in (2, 3, 4)}
+    assert power[2] < 0.5 < power[3] < 0.8 <= power[4]
+    assert stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, 4, 300, 11) == power[4]
+
+
+counts_st = st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts_st, st.integers(1, 12))
+def test_pass_at_k_at_least_pass_hat_k(count: tuple[int, int], k: int) -> None:
+    n, c = count
+    if k <= n:
+        at, hat = stats.pass_at_k(n, c, k), stats.pass_hat_k(n, c, k)
+        # The stable product form of pass@k is a few ulps off the exact ratio.
+        assert 0.0 <= hat <= at + 1e-12 and at <= 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+       st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_wilson_inside_unit_interval(count: tuple[int, int], confidence: float) -> None:
+    lo, hi = stats.wilson_interval(*count, confidence)
+    assert 0.0 <= lo <= hi <= 1.0
+    if count[1]:
+        assert lo <= count[0] / count[1] + 1e-12 and count[0] / count[1] <= hi + 1e-12
+
+
+pair_st = st.integers(1, 5).flatmap(lambda k: st.tuples(
+    st.just(k), st.integers(0, k), st.just(k), st.integers(0, k)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(pair_st, max_size=15))
+def test_p_values_in_unit_interval(pairs: list[tuple[int, int, int, int]]) -> None:
+    assert 0.0 < stats.permutation_test(pairs).p_value <= 1.0
+    p = stats.paired_comparison(pairs).p_population
+    assert p is None or 0.0 < p <= 1.0
