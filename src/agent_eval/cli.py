@@ -401,3 +401,33 @@ def history(labbook: str, fmt: str) -> int:
 
     click.echo(render_history(read_history(labbook), fmt), nl=False)
     return EXIT_OK
+
+
+@cli.command("export-otel")
+@click.argument("results")
+@click.option("--otlp-endpoint", required=True,
+              help="OTLP/HTTP base URL (http://127.0.0.1:4318) or a full .../v1/traces URL.")
+@click.option("--otlp-header", "headers", multiple=True, metavar="KEY=VALUE",
+              help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.")
+@click.option("--otlp-content", is_flag=True,
+              help="Also send the task text, model content and tool results.")
+def export_otel(results: str, otlp_endpoint: str, headers: tuple[str, ...],
+                otlp_content: bool) -> int:
+    """Send every attempt of a saved run to an OTLP trace store, at its recorded times."""
+    import os
+
+    from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
+
+    sent_headers = {**parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+                    **parse_header_items(headers)}
+    with OtlpExporter(otlp_endpoint, sent_headers, content=otlp_content) as exporter:
+        summary = exporter.export_results(Path(results))
+    for problem in summary.problems:
+        click.echo(f"Warning: {problem}", err=True)
+    click.echo(f"{summary.sent} of {summary.attempts} attempts sent to {exporter.shown_url}")
+    if summary.sent < summary.attempts:
+        why = f": {summary.warning}" if summary.warning else ""
+        missed = summary.attempts - summary.sent
+        click.echo(f"Error: {missed} of {summary.attempts} attempts not sent{why}", err=True)
+        return EXIT_INPUT
+    return EXIT_OK
