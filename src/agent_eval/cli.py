@@ -242,6 +242,44 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
 
 
 @cli.command()
+@click.argument("suite")
+@click.option("--format", "fmt", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
+@click.option("--workspace", help="Documents folder, for a suite that ships none.")
+def audit(suite: str, fmt: str, workspace: str | None) -> int:
+    """Run degenerate baselines (empty answer, echo the task, dump every document, top
+    search passage, "I cannot find that") on SUITE and list the tasks they pass.
+
+    Exit code 2 when some task can be gamed, so CI can guard a suite.
+    """
+    import json
+
+    from agent_eval.run.audit import audit as run_audit
+
+    found = run_audit(suite, _path(workspace))
+    if fmt == "json":
+        click.echo(json.dumps(found.as_json(), indent=2))
+    else:
+        for line in found.lines():
+            click.echo(line)
+    return EXIT_FAILED if found.gameable else EXIT_OK
+
+
+@cli.command()
+@click.argument("folder")
+@click.option("-o", "--out", required=True, help="Where to write the index folder.")
+def index(folder: str, out: str) -> int:
+    """Build a BM25 search index of the documents in FOLDER once; give it to runs with
+    --index so every attempt searches it instead of indexing its workspace.
+    """
+    from agent_eval.tools.search_documents import build_index
+
+    count = build_index(Path(folder), Path(out))
+    click.echo(f"indexed {count} passage(s) from {folder} into {out}")
+    return EXIT_OK
+
+
+@cli.command()
 def demo() -> int:
     """Run the shipped suite against a shipped agent and report it: the main job."""
     from agent_eval.run.demo import run_demo

@@ -54,12 +54,12 @@ def shipped(tmp_path: Path) -> ToolContext:
 def test_the_right_passage_ranks_first(
     shipped: ToolContext, task_id: str, file: str, heading: str
 ) -> None:
-    assert first_hit(shipped, task_text(task_id)).startswith(f"[1] {file} > {heading} (score")
+    assert first_hit(shipped, task_text(task_id)).startswith(f"--- {file} > {heading} ---")
 
 
 def test_the_backup_passage_carries_the_answer(shipped: ToolContext) -> None:
     seen = run_tool("search_documents", shipped, {"query": task_text("r-backup-window")})
-    top = seen.result.split("\n\n[2]", 1)[0]
+    top = seen.result.split("\n\n--- ", 1)[0]
     assert "02:00" in top and "04:00" in top and "Sunday" in top
 
 
@@ -82,7 +82,7 @@ def test_the_tool_uses_the_saved_index_when_given(shipped: ToolContext, tmp_path
     empty = tmp_path / "empty"
     empty.mkdir()
     ctx = ToolContext(workspace=empty, index_path=out)
-    assert first_hit(ctx, task_text("r-backup-window")).startswith("[1] service-runbook.md")
+    assert first_hit(ctx, task_text("r-backup-window")).startswith("--- service-runbook.md")
 
 
 def test_bad_indexes_and_folders_are_clear_errors(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_the_cache_is_reused_until_a_document_changes(shipped: ToolContext) -> N
     run_tool("write_file", shipped, {"path": "extra.md", "content": "# Zebra\n\nzebra crossing\n"})
     second = workspace_index(shipped.workspace)
     assert second is not first
-    assert first_hit(shipped, "zebra").startswith("[1] extra.md > Zebra")
+    assert first_hit(shipped, "zebra").startswith("--- extra.md > Zebra ---")
 
 
 def test_saved_index_is_cached(shipped: ToolContext, tmp_path: Path) -> None:

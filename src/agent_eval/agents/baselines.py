@@ -65,6 +65,7 @@ dump_documents = Baseline(
 top_passage = Baseline(
     "top-passage", "the first search hit passes: retrieval alone answers it, no reading needed"
 )
-cannot_find = Baseline(
-    "cannot-find", "a blanket refusal passes: the checks reward saying nothing"
-)
+cannot_find = Baseline("cannot-find", "a blanket refusal passes: the checks reward saying nothing")
+
+BASELINES = (empty, echo, dump_documents, top_passage, cannot_find)
+"""Every baseline, in the order the audit runs them."""
