@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 BUILTIN_AGENTS: dict[str, str] = {
+    "minimal": "agent_eval.agents.minimal",
+    "multi-agent": "agent_eval.agents.multi_agent",
     "empty": "agent_eval.agents.baselines:empty",
     "echo": "agent_eval.agents.baselines:echo",
     "dump-documents": "agent_eval.agents.baselines:dump_documents",

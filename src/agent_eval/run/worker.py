@@ -8,10 +8,12 @@ dies, the parent kills it, records why, and starts a fresh worker for the next a
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import contextlib
 import os
 import resource
 import signal
+import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -19,9 +21,6 @@ from typing import Any
 
 from agent_eval.errors import AgentLoadError
 from agent_eval.run.entry import AgentMisbehaved, coerce_reply, load_agent
-
-CONTEXT = mp.get_context("spawn")
-"""Spawned, not forked: the parent has threads, and a fork would copy their locks."""
 
 
 @dataclass(frozen=True)
@@ -38,11 +37,16 @@ class Outcome:
     """The agent's account of a model endpoint failure, for retries."""
 
 
+def main(fd: int) -> None:
+    """Worker process entry: read the agent spec from the parent, then serve attempts."""
+    conn = Connection(fd)
+    spec, options, memory_mb = conn.recv()
+    _serve(conn, spec, options, memory_mb)
+
+
 def _serve(conn: Connection, spec: str, options: dict[str, Any], memory_mb: int | None) -> None:
     """The worker's main loop: build once, then run attempts until told to close."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    os.dup2(2, 1)  # an agent's prints must not garble the harness's stdout layout
-    sys.stdout = sys.stderr
     if memory_mb is not None:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -99,13 +103,25 @@ class Worker:
         self.close_warning: str | None = None
 
     def start(self) -> None:
-        """Start the process and wait for build(); AgentLoadError if it fails."""
-        parent, child = CONTEXT.Pipe()
-        self._process = CONTEXT.Process(target=_serve, args=(child, *self._args), daemon=True)
-        self._process.start()
-        child.close()
+        """Start the process and wait for build(); AgentLoadError if it fails.
+
+        A fresh interpreter (not multiprocessing's spawn) so that a caller's script is
+        never re-imported, in its own session so a kill reaches the agent's children,
+        with its stdout on our stderr so an agent's prints cannot garble the console.
+        """
+        mine, theirs = socket.socketpair()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "agent_eval.run.worker", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=2,
+            start_new_session=True,
+        )
+        theirs.close()
+        parent = Connection(mine.detach())
         self._conn = parent
         try:
+            parent.send(self._args)
             status, detail = parent.recv()
         except EOFError:
             status, detail = "failed", f"agent {self._args[0]}: {self._death()}"
@@ -150,11 +166,12 @@ class Worker:
         self.kill()
 
     def kill(self) -> None:
-        """End the process now, whatever it is doing."""
+        """End the process and everything it started, now, whatever it is doing."""
         if self._process is not None:
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join()
+            if self._process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
@@ -164,9 +181,15 @@ class Worker:
         process = self._process
         if process is None:
             return "agent process is gone"
-        process.join(5)
-        code = process.exitcode
+        try:
+            code = process.wait(5)
+        except subprocess.TimeoutExpired:
+            return "agent process stopped answering"
         if code is not None and code < 0:
             name = signal.Signals(-code).name
             return f"agent process killed by {name}"
         return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

@@ -3,11 +3,23 @@ change what another attempt, or the shipped suite, sees."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+MEMORY_SCRATCH = Path("/dev/shm")
+"""Where attempt workspaces go when it exists: they are scratch, and creating files on a
+RAM-backed folder costs a tenth of what it costs on a disk."""
+
+
+def scratch_root() -> str | None:
+    """The folder attempt workspaces are made in (None: the system temporary folder)."""
+    if MEMORY_SCRATCH.is_dir() and os.access(MEMORY_SCRATCH, os.W_OK | os.X_OK):
+        return str(MEMORY_SCRATCH)
+    return None
 
 from agent_eval.errors import ConfigError
 from agent_eval.suite import LoadedSuite
@@ -44,13 +56,13 @@ def _count(folder: Path) -> str:
 @contextmanager
 def fresh_workspace(source: Path | None) -> Iterator[Path]:
     """A temporary copy of ``source`` (or an empty folder), removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="agent-eval-"))
+    root = Path(tempfile.mkdtemp(prefix="agent-eval-", dir=scratch_root()))
     try:
         folder = root / "workspace"
         if source is None:
             folder.mkdir()
         else:
-            shutil.copytree(source, folder, symlinks=True)
+            shutil.copytree(source, folder, symlinks=True, copy_function=shutil.copyfile)
         yield folder
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -20,8 +20,7 @@ def safe_part(value: str) -> str:
     Slashes, spaces and anything else become '_', so `local/answer` is `local_answer`,
     and leading dots are dropped so a part can neither climb out nor hide.
     """
-    cleaned = UNSAFE.sub("_", value).lstrip(".")[:MAX_PART].strip("_") or "_"
-    return cleaned
+    return UNSAFE.sub("_", value)[:MAX_PART].strip("_.") or "_"
 
 
 def trajectory_name(stamp: str, scaffold: str, model: str, task_id: str, attempt: int) -> str:

@@ -1,0 +1,90 @@
+"""Harness overhead per attempt, with an instant in-process agent.
+
+The agent returns at once with a 10-record trajectory, so everything measured is the
+harness: worker round trip, fresh workspace, scoring, trajectory file, journal line.
+It runs part26's 15 tasks x 100 repeats, next to the course harness's plain loop doing
+the same work (re-typed below as the baseline: call, score, write one trajectory).
+
+    .venv/bin/python benchmarks/overhead.py [--repeats 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agent_eval.run.config import RunConfig
+from agent_eval.run.runner import execute, prepare
+from agent_eval.suite import load_suite
+
+AGENT = '''
+SCAFFOLD_NAME = "instant"
+TRAJECTORY = [{"type": "tool", "tool": "read_file", "args": {"path": "x.md"}, "error": False,
+               "result": "r" * 200, "seconds": 0.0} for _ in range(10)]
+
+def run_task(task, options):
+    return {"answer": "02:00 04:00 sunday 4000", "steps": 10, "tokens": 100,
+            "trajectory": TRAJECTORY}
+'''
+
+
+def course_loop(tasks: list[dict[str, object]], repeats: int, folder: Path) -> float:
+    """The course harness's shape: call the agent, check the answer, write a trajectory."""
+    namespace: dict[str, object] = {}
+    exec(AGENT, namespace)  # the same instant agent, in-process
+    run_task = namespace["run_task"]
+    start = time.perf_counter()
+    for task in tasks:
+        for attempt in range(1, repeats + 1):
+            reply = run_task(task["task"], {})  # type: ignore[operator]
+            answer = reply["answer"].lower()
+            ok = all(s.lower() in answer for s in task.get("expect_in_answer", []))  # type: ignore[attr-defined]
+            if task.get("expect_regex"):
+                ok = ok and re.search(str(task["expect_regex"]), answer, re.I) is not None
+            path = folder / f"{task['id']}-r{attempt}.jsonl"
+            with path.open("w") as handle:
+                handle.write(json.dumps({"meta": {"task": task["id"]}}) + "\n")
+                for record in reply["trajectory"]:
+                    handle.write(json.dumps(record) + "\n")
+                handle.write(json.dumps({"passed": ok}) + "\n")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=100)
+    args = parser.parse_args()
+    raw = json.loads(load_suite("part26").path.read_text())["tasks"]
+    print(f"attempts: 15 tasks x {args.repeats} repeats = {15 * args.repeats}; python "
+          f"{sys.version.split()[0]}")
+    # The same work with files on the working disk and on a RAM-backed folder: the gap
+    # is the disk's cost of creating one small file per attempt, which both loops pay.
+    for label, base in (("disk", None), ("tmpfs", "/dev/shm")):
+        if base and not Path(base).is_dir():
+            continue
+        with tempfile.TemporaryDirectory(dir=base) as scratch:
+            root = Path(scratch)
+            agent = root / "instant.py"
+            agent.write_text(AGENT)
+            config = RunConfig(agent=str(agent), tasks="part26", repeats=args.repeats,
+                               out=root / "r.json", trajectory_dir=root / "traj")  # fmt: skip
+            prepared = prepare(config)
+            start = time.perf_counter()
+            execute(prepared)
+            ours = time.perf_counter() - start
+            (root / "course").mkdir()
+            theirs = course_loop(raw, args.repeats, root / "course")
+        attempts = len(prepared.tasks) * args.repeats
+        print(f"[{label}] agent-eval, isolated: {ours:6.2f} s  {attempts / ours:6.0f}/s  "
+              f"{1000 * ours / attempts:5.2f} ms/attempt (worker start included)")
+        print(f"[{label}] course loop, in-process: {theirs:6.2f} s  {attempts / theirs:6.0f}/s  "
+              f"{1000 * theirs / attempts:5.2f} ms/attempt")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The reference agents' options and model connections, parsed and opened once.
+
+``AgentConfig`` turns the entry-point options (SPEC section 4) into checked values, and
+``ClientPool`` shares one thread-safe chat client per endpoint between attempts.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_eval.errors import ConfigError
+from agent_eval.models.client import ChatClient
+from agent_eval.tools import READ_TOOLS, WRITE_TOOLS
+
+DEFAULT_MAX_STEPS = 24
+"""A cap for attempts that set no step limit, so a looping model still stops."""
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one model request may take unless ``--option request_timeout=S`` says otherwise."""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The options of one attempt, parsed and checked once."""
+
+    base_url: str
+    """The OpenAI-compatible endpoint."""
+    api_key: str | None = field(repr=False)
+    """Sent to the endpoint, never recorded (and kept out of repr and tracebacks)."""
+    model: str
+    """The model of every role but the router."""
+    router_model: str
+    """The router's model; the main model when none is given."""
+    tool_mode: str
+    """``native`` (OpenAI tool calls) or ``json`` (one JSON action per turn)."""
+    workspace: Path
+    """The attempt's fresh workspace."""
+    index: Path | None
+    """A saved search index, if given."""
+    tools: tuple[str, ...]
+    """The tools this attempt may use."""
+    max_steps: int
+    """Steps allowed: model replies plus tool results."""
+    max_tokens: int | None
+    """Tokens allowed, prompt and completion."""
+    max_seconds: float | None
+    """Seconds allowed."""
+    temperature: float | None
+    """Sampling temperature; the server's default when None."""
+    reply_tokens: int
+    """The most tokens one reply may generate."""
+    timeout: float
+    """Seconds one model request may take."""
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> AgentConfig:
+        """Parse the entry-point options; a bad value is a ConfigError naming the option."""
+        limits = options.get("limits") or {}
+        mode = str(options.get("tool_mode", "native"))
+        if mode not in ("native", "json"):
+            raise ConfigError(f"option tool_mode={mode!r}: use tool_mode=native or tool_mode=json")
+        for key in ("base_url", "model", "workspace"):
+            if not options.get(key):
+                raise ConfigError(f"the reference agents need the option '{key}'")
+        extra = tuple(str(t) for t in options.get("tools") or ())
+        unknown = [t for t in extra if t not in (*READ_TOOLS, *WRITE_TOOLS)]
+        if unknown:
+            known = ", ".join((*READ_TOOLS, *WRITE_TOOLS))
+            raise ConfigError(f"option tools: unknown tool(s) {', '.join(unknown)}; known: {known}")
+        index = options.get("index")
+        model = str(options["model"])
+        return cls(
+            base_url=str(options["base_url"]),
+            api_key=options.get("api_key") or None,
+            model=model,
+            router_model=str(options.get("router_model") or model),
+            tool_mode=mode,
+            workspace=Path(str(options["workspace"])),
+            index=Path(str(index)) if index else None,
+            tools=tuple(dict.fromkeys((*READ_TOOLS, *extra))),
+            max_steps=int(limits.get("max_steps") or DEFAULT_MAX_STEPS),
+            max_tokens=_number(options, limits, "max_tokens", int),
+            max_seconds=_number(options, limits, "max_seconds", float),
+            temperature=_number(options, {}, "temperature", float),
+            reply_tokens=_number(options, {}, "reply_tokens", int) or 1024,
+            timeout=_number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT,
+        )
+
+
+def _number(options: dict[str, Any], limits: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    value = limits.get(key) if key in limits else options.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"option {key}={value!r}: expected a number") from None
+
+
+class ClientPool:
+    """One shared, thread-safe client per endpoint, so concurrent attempts reuse connections."""
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[str, str | None, float], ChatClient] = {}
+        self._lock = threading.Lock()
+
+    def get(self, base_url: str, api_key: str | None, timeout: float) -> ChatClient:
+        """Return the client for this endpoint, creating it on first use."""
+        key = (base_url, api_key, timeout)
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = ChatClient(base_url, api_key, timeout)
+            return self._clients[key]
+
+    def warm(self, options: dict[str, Any]) -> None:
+        """Open the client that attempts with these options will use (an entry point's build)."""
+        if options.get("base_url"):
+            timeout = _number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT
+            self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
+
+    def close(self) -> None:
+        """Close every client; a later attempt opens new ones."""
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()

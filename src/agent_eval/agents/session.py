@@ -1,0 +1,167 @@
+"""What every reference agent shares for one attempt: options, budgets and the trajectory.
+
+A ``Session`` is the single place where a model call or a tool call is counted against
+the attempt's limits and written as a trajectory record (SPEC section 5), so the agents
+themselves only decide what to ask next.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent_eval.agents.config import AgentConfig
+from agent_eval.errors import ConfigError, ModelEndpointError
+from agent_eval.models.client import ChatClient, ChatReply
+from agent_eval.tools import Observation, ToolContext, run_tool
+
+RECORD_CHARS = 2000
+"""How much model content or tool result a trajectory record keeps."""
+
+
+class Stop(Exception):
+    """Raised inside an agent to end the attempt with a stop reason."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class Session:
+    """One attempt's counters, budgets and trajectory."""
+
+    def __init__(self, config: AgentConfig, client: ChatClient, *, per_role: bool = False) -> None:
+        self.config = config
+        self.client = client
+        self.context = ToolContext(config.workspace, config.index)
+        self.per_role = per_role
+        self.steps = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.roles: dict[str, int] = {}
+        self.trajectory: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        """Remarks for the stop record's detail (a fallback taken, a role skipped)."""
+        self._started = time.monotonic()
+
+    @property
+    def tokens(self) -> int:
+        """Tokens used so far."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def steps_left(self) -> int:
+        """Steps still allowed."""
+        return self.config.max_steps - self.steps
+
+    def check_budget(self, steps_needed: int = 1) -> None:
+        """Raise Stop when the next ``steps_needed`` steps would break a limit."""
+        cfg = self.config
+        if self.steps + steps_needed > cfg.max_steps:
+            raise Stop("turn_limit", f"{self.steps} of {cfg.max_steps} steps used")
+        if cfg.max_tokens is not None and self.tokens >= cfg.max_tokens:
+            raise Stop("token_budget", f"{self.tokens} of {cfg.max_tokens} tokens used")
+        elapsed = time.monotonic() - self._started
+        if cfg.max_seconds is not None and elapsed >= cfg.max_seconds:
+            raise Stop("time_budget", f"{elapsed:.1f} of {cfg.max_seconds:g} seconds used")
+
+    def ask(
+        self,
+        role: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        requested: Callable[[ChatReply], list[str]] | None = None,
+    ) -> ChatReply:
+        """Call the model within budget, count the step and tokens, and record the reply."""
+        self.check_budget()
+        reply = self.client.chat(
+            model,
+            messages,
+            tools=tools,
+            response_format=response_format,
+            temperature=self.config.temperature,
+            max_tokens=self.config.reply_tokens,
+        )
+        used = reply.prompt_tokens + reply.completion_tokens
+        self.steps += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.roles[role] = self.roles.get(role, 0) + used
+        names = requested(reply) if requested else [c.name for c in reply.tool_calls]
+        self.trajectory.append(
+            {
+                "type": "model",
+                "role": role,
+                "model": reply.model,
+                "tool_calls": names,
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "seconds": round(reply.seconds, 3),
+                "content": (reply.content or "")[:RECORD_CHARS],
+            }
+        )
+        return reply
+
+    def use_tool(self, name: str, args: dict[str, Any], refusal: str | None = None) -> Observation:
+        """Run one tool (or record a refusal decided by the agent), count the step, record it."""
+        started = time.monotonic()
+        if refusal is not None:
+            seen = Observation(refusal, error=True)
+        elif name not in self.config.tools:
+            seen = Observation(
+                f"unknown tool '{name}'; the tools are: {', '.join(self.config.tools)}", error=True
+            )
+        else:
+            seen = run_tool(name, self.context, args)
+        self.steps += 1
+        self.trajectory.append(
+            {
+                "type": "tool",
+                "tool": name,
+                "args": args,
+                "error": seen.error,
+                "result": seen.result[:RECORD_CHARS],
+                "seconds": round(time.monotonic() - started, 3),
+            }
+        )
+        return seen
+
+    def run(self, body: Callable[[], str]) -> dict[str, Any]:
+        """Run an agent body and return the entry-point dict, whatever way it ends."""
+        answer, reason, infra = "", "finished", None
+        try:
+            answer = body()
+        except Stop as stop:
+            reason = stop.reason
+            self.notes.insert(0, stop.detail)
+        except ModelEndpointError as exc:
+            reason = "model_error"
+            self.notes.insert(0, f"{exc.kind}: {exc}")
+            infra = {"kind": exc.kind, "retry_after": exc.retry_after}
+        except ConfigError:
+            raise  # the user's to fix, not this attempt's failure
+        except Exception as exc:
+            reason = "agent_error"
+            self.notes.insert(0, f"{type(exc).__name__}: {exc}")
+        detail = "; ".join(n for n in self.notes if n)
+        self.trajectory.append({"type": "stop", "reason": reason, "detail": detail})
+        result: dict[str, Any] = {
+            "answer": answer,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(time.monotonic() - self._started, 3),
+            "stopped": reason,
+            "trajectory": self.trajectory,
+        }
+        if self.per_role:
+            result["roles"] = dict(self.roles)
+        if infra is not None:
+            result["infra_error"] = infra
+        return result

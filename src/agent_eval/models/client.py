@@ -1,0 +1,219 @@
+"""A small synchronous client for OpenAI-compatible chat completions.
+
+It does one thing: send a chat request and return the reply with its token usage, or
+raise an error that says whose fault the failure is. Infrastructure failures (down,
+slow, rate-limited, 5xx, garbled) are ``ModelEndpointError`` so the harness can count
+them as infra errors, never as wrong answers. A 4xx other than 429 is a configuration
+mistake (wrong key, model or URL) and is a ``ConfigError`` that says how to fix it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from agent_eval.errors import ConfigError, ModelEndpointError
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One native tool call requested by the model."""
+
+    id: str
+    """The call id the tool result must quote back."""
+    name: str
+    """The tool's name."""
+    arguments: dict[str, Any]
+    """Parsed arguments; empty when ``raw_arguments`` is not a JSON object."""
+    raw_arguments: str
+    """The arguments exactly as sent, so a malformed call can be shown to the model."""
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One assistant reply with the usage and timing the harness measures."""
+
+    content: str | None
+    """The text of the reply, if any."""
+    tool_calls: list[ToolCall]
+    """Native tool calls, in order; empty for a plain answer."""
+    prompt_tokens: int
+    """Input tokens reported by the endpoint (0 when it reports none)."""
+    completion_tokens: int
+    """Output tokens reported by the endpoint (0 when it reports none)."""
+    seconds: float
+    """Wall time of the request."""
+    finish_reason: str | None
+    """Why generation stopped, as the endpoint says (stop, tool_calls, length...)."""
+    model: str
+    """The model that answered, as the endpoint names it."""
+
+
+_FIXES = {
+    401: "check --api-key (or OPENAI_API_KEY)",
+    403: "check that the API key may use this model",
+    404: "check --base-url (it usually ends in /v1) and --model (GET /v1/models lists them)",
+}
+
+
+class ChatClient:
+    """A thread-safe chat-completions client for one endpoint; the key is sent, never shown."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 120.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Kept only to scrub it from error text an endpoint might echo back.
+        self._secret = api_key or None
+        self._http = httpx.Client(timeout=timeout, headers=headers)
+
+    def __repr__(self) -> str:
+        return f"ChatClient(base_url={self.base_url!r}, timeout={self.timeout})"
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatReply:
+        """Send one chat request and return the reply; raise on any failure."""
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        optional = {
+            "tools": tools,
+            "response_format": response_format,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        url = f"{self.base_url}/chat/completions"
+        started = time.perf_counter()
+        try:
+            response = self._http.post(url, json=body)
+        except httpx.TimeoutException:
+            raise ModelEndpointError(
+                f"model endpoint {self.base_url} did not answer within {self.timeout:g}s",
+                "timeout",
+            ) from None
+        except httpx.TransportError as exc:
+            raise ModelEndpointError(
+                f"cannot reach model endpoint {self.base_url} ({self._scrub(str(exc))}); "
+                "is the server running?",
+                "connection",
+            ) from None
+        seconds = time.perf_counter() - started
+        self._raise_for_status(response)
+        return self._parse(response, model, seconds)
+
+    def _raise_for_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        detail = self._scrub(_error_text(response))
+        where = f"model endpoint {self.base_url}"
+        if status == 429:
+            raise ModelEndpointError(
+                f"{where} is rate-limiting requests (HTTP 429): {detail}",
+                "rate_limit",
+                _retry_after(response.headers.get("retry-after")),
+            )
+        if status >= 500:
+            raise ModelEndpointError(f"{where} failed (HTTP {status}): {detail}", "server")
+        fix = _FIXES.get(status, "check --model, --base-url and --option tool_mode=json")
+        raise ConfigError(f"{where} refused the request (HTTP {status}): {detail}; {fix}")
+
+    def _parse(self, response: httpx.Response, model: str, seconds: float) -> ChatReply:
+        where = f"model endpoint {self.base_url}"
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError):
+            snippet = self._scrub(response.text[:200])
+            raise ModelEndpointError(
+                f"{where} sent a reply that is not a chat completion: {snippet!r}", "bad_reply"
+            ) from None
+        if not isinstance(message, dict):
+            raise ModelEndpointError(f"{where} sent a choice without a message", "bad_reply")
+        usage = data.get("usage") or {}
+        content = message.get("content")
+        return ChatReply(
+            content=content if isinstance(content, str) else None,
+            tool_calls=[_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])],
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+            seconds=seconds,
+            finish_reason=choice.get("finish_reason"),
+            model=str(data.get("model") or model),
+        )
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+
+def _tool_call(index: int, raw: Any) -> ToolCall:
+    function = raw.get("function", {}) if isinstance(raw, dict) else {}
+    arguments = function.get("arguments", "")
+    if isinstance(arguments, dict):
+        # Some servers send an object where the API says a JSON string.
+        parsed: Any = arguments
+        arguments = json.dumps(arguments)
+    else:
+        try:
+            parsed = json.loads(arguments) if arguments else {}
+        except (json.JSONDecodeError, TypeError):
+            parsed = None
+    return ToolCall(
+        id=str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}",
+        name=str(function.get("name", "")),
+        arguments=parsed if isinstance(parsed, dict) else {},
+        raw_arguments=str(arguments),
+    )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text[:200] or response.reason_phrase
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and "message" in error:
+        return str(error["message"])[:300]
+    return json.dumps(data)[:300]
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Parse Retry-After as seconds or an HTTP date; None when absent or garbled."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

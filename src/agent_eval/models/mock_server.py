@@ -1,0 +1,285 @@
+"""The scripted model server: a real OpenAI-compatible HTTP server on loopback.
+
+It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` from a script (see
+``mock_script``), so tests, benchmarks and users can drive a real agent loop without a
+model. It can add latency and inject faults, at a seeded rate or exactly where the
+script says.
+
+Replies follow the request's mode. A request with ``tools`` and no ``response_format``
+is native: tool calls are OpenAI ``tool_calls``. Otherwise scripted tool calls become a
+JSON action in the content (``{"action": NAME, "args": {...}}``), and with
+``response_format`` a final answer becomes ``{"action": "finish", "answer": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from agent_eval.errors import ConfigError
+from agent_eval.models.actions import render_action, render_finish
+from agent_eval.models.mock_script import FAULT_KINDS, Reply, Script, load_script
+
+RETRY_AFTER_SECONDS = 1
+"""What a 429 fault asks the client to wait."""
+
+
+class MockModelServer:
+    """A scripted chat-completions server in a background thread; use it as a context manager."""
+
+    def __init__(
+        self,
+        script: Script,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        faults: tuple[str, ...] = ("429", "500", "503", "timeout", "malformed"),
+        seed: int = 0,
+        hang_seconds: float = 30.0,
+    ) -> None:
+        unknown = [f for f in faults if f not in FAULT_KINDS]
+        if unknown or not 0.0 <= fault_rate <= 1.0 or (fault_rate > 0 and not faults):
+            raise ConfigError(
+                f"faults must be a non-empty subset of {', '.join(FAULT_KINDS)} and "
+                f"fault_rate within 0..1 (got {faults!r}, {fault_rate})"
+            )
+        self.script = script
+        self.latency = latency
+        self.fault_rate = fault_rate
+        self.faults = tuple(faults)
+        self.hang_seconds = hang_seconds
+        self.requests: list[dict[str, Any]] = []
+        """One entry per chat request: model, turn and the fault injected, if any."""
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.mock = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, e.g. ``http://127.0.0.1:4001/v1``."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def request_count(self) -> int:
+        """How many chat requests have arrived."""
+        return len(self.requests)
+
+    def start(self) -> MockModelServer:
+        """Start serving in a daemon thread; return self."""
+        # A short poll keeps stop() quick; shutdown() waits for the next poll.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, release held connections and close the socket."""
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> MockModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def serve_until_interrupted(self) -> None:
+        """Serve in the calling thread until Ctrl-C."""
+        try:
+            self._httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._stopping.set()
+            self._httpd.server_close()
+
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, str], bytes | None]:
+        """Return status, headers and body for one chat request (None body: hold, then drop)."""
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return _error(400, "'messages' must be a list of objects")
+        if request.get("stream"):
+            return _error(400, "the scripted model server does not stream; send stream=false")
+        model = str(request.get("model", ""))
+        turn, reply = self.script.choose(messages, model)
+        fault: str | None = reply.fault if reply is not None else None
+        with self._lock:
+            if fault is None and self.fault_rate and self._random.random() < self.fault_rate:
+                fault = self._random.choice(self.faults)
+            self.requests.append({"model": model, "turn": turn, "fault": fault})
+        if self.latency:
+            self._stopping.wait(self.latency)
+        if fault is not None:
+            return self._fault(fault)
+        if reply is None:
+            return _error(
+                500,
+                f"the script has no reply for turn {turn}: no rule matched and it has "
+                f"{len(self.script.replies)} replies and no default; add one",
+            )
+        body = render_completion(reply, request, model, turn)
+        return 200, {}, json.dumps(body).encode()
+
+    def _fault(self, fault: str) -> tuple[int, dict[str, str], bytes | None]:
+        if fault == "429":
+            status, _, body = _error(429, "rate limited by the scripted server")
+            return status, {"Retry-After": str(RETRY_AFTER_SECONDS)}, body
+        if fault in ("500", "503"):
+            return _error(int(fault), f"injected HTTP {fault}")
+        if fault == "malformed":
+            return 200, {}, b'{"choices": [{"message": '
+        if fault == "no_choices":
+            return 200, {}, json.dumps({"object": "chat.completion", "choices": []}).encode()
+        self._stopping.wait(self.hang_seconds)
+        return 0, {}, None
+
+
+def render_completion(
+    reply: Reply, request: dict[str, Any], model: str, turn: int
+) -> dict[str, Any]:
+    """Render a scripted reply as a chat-completion body in the request's mode."""
+    constrained = request.get("response_format") is not None
+    native = bool(request.get("tools")) and not constrained
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish_reason = "stop"
+    if reply.json_ is not None:
+        message["content"] = json.dumps(reply.json_, ensure_ascii=False)
+    elif reply.content is not None:
+        message["content"] = render_finish(reply.content) if constrained else reply.content
+    elif reply.tool_calls and native:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{turn}_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        finish_reason = "tool_calls"
+    elif reply.tool_calls:
+        first = reply.tool_calls[0]
+        message["content"] = render_action(first.name, first.arguments)
+    if reply.usage is not None:
+        prompt, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
+    else:
+        # About four characters a token: deterministic, and grows with the context.
+        prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+        completion = max(1, len(json.dumps(message)) // 4)
+    return {
+        "id": f"chatcmpl-mock-{turn}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def _error(status: int, message: str) -> tuple[int, dict[str, str], bytes]:
+    body = {"error": {"message": message, "type": "mock_error", "code": status}}
+    return status, {}, json.dumps(body).encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    mock: MockModelServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Ignore clients that hang up mid-reply (a timed-out test client does)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without this, delayed ACKs add ~40 ms a reply.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def _mock(self) -> MockModelServer:
+        return self.server.mock
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests and the CLI print what matters themselves."""
+
+    def do_GET(self) -> None:
+        mock = self._mock()
+        if self.path.rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "owned_by": "mock"} for m in mock.script.models]
+            self._send(200, {}, json.dumps({"object": "list", "data": data}).encode())
+        else:
+            self._send(*_error(404, f"no route GET {self.path}; try /v1/models"))
+
+    def do_POST(self) -> None:
+        mock = self._mock()
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(*_error(404, f"no route POST {self.path}; try /v1/chat/completions"))
+            return
+        try:
+            request = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self._send(*_error(400, "the request body is not JSON"))
+            return
+        if not isinstance(request, dict):
+            self._send(*_error(400, "the request body must be a JSON object"))
+            return
+        status, headers, body = mock.answer(request)
+        if body is None:
+            self.close_connection = True  # a held request ends with no response at all
+            return
+        self._send(status, headers, body)
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(
+    script_path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 4001,
+    latency: float = 0.0,
+    fault_rate: float = 0.0,
+    faults: tuple[str, ...] = ("429", "500", "503", "timeout", "malformed"),
+    seed: int = 0,
+) -> None:
+    """Load a script and serve it until Ctrl-C; the body of ``agent-eval mock-model``."""
+    server = MockModelServer(
+        load_script(script_path),
+        host=host,
+        port=port,
+        latency=latency,
+        fault_rate=fault_rate,
+        faults=faults,
+        seed=seed,
+    )
+    print(f"scripted model server on {server.base_url} (Ctrl-C stops it)", flush=True)
+    started = time.monotonic()
+    server.serve_until_interrupted()
+    print(f"served {server.request_count} request(s) in {time.monotonic() - started:.0f}s")
