@@ -85,7 +85,8 @@ def test_resume_refuses_a_changed_suite(
     write_agent(SLOW_AGENT)
     write_suite([{"id": f"t{i}", "task": "q"} for i in range(8)])
     proc = start(tmp_path, "part.json")
-    time.sleep(1.0)
+    while not (tmp_path / "calls.log").exists():
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     write_suite([{"id": f"t{i}", "task": "changed"} for i in range(8)])

@@ -13,6 +13,7 @@ from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
+from agent_eval.score.state import check_state, snapshot, workspace_diff
 from agent_eval.trace.trajectory import trajectory_name, write_trajectory
 
 
@@ -31,6 +32,10 @@ class AttemptPlan:
     redact: Redactor
     timeout_per_task: float | None
     seed: int | None
+    suite_dir: Path
+    """Where the suite file is: state checks' `with_files` are relative to it."""
+    suite_tools: list[str] | None
+    """Extra tools the suite grants (write_file...), unless a task says otherwise."""
 
 
 def hard_timeout(budget: float | None) -> float | None:
@@ -45,6 +50,8 @@ def run_attempt(
     """Run and score one try of one attempt; also return the agent's infra-error account."""
     budget = task.max_seconds or plan.timeout_per_task
     with fresh_workspace(plan.source) as workspace:
+        before = snapshot(workspace) if task.expect_state else None
+        granted = task.tools if task.tools is not None else plan.suite_tools
         options = {
             **plan.base_options,
             "workspace": str(workspace),
@@ -56,22 +63,31 @@ def run_attempt(
                 "max_seconds": budget,
             },
         }
+        if granted:
+            options["tools"] = list(granted)
         if plan.seed is not None:
             options["seed"] = plan.seed
         started = datetime.now(UTC)
         clock = time.perf_counter()
         outcome = worker.run(task.task, options, hard_timeout(budget))
         seconds = time.perf_counter() - clock
+        # The agent has stopped (returned or been killed): judge the world it left.
+        state = (
+            check_state(task.expect_state, before, workspace, plan.suite_dir) if before else []
+        )
+        diff = workspace_diff(plan.source, workspace) if before or granted else ""
     failure: FailureClass
     if outcome.reply is None:
         reply = AgentReply(answer="", steps=0, tokens=0, stopped=outcome.failure or "agent_error")
-        checks = score_attempt(task, "", 0, [], 0, seconds)
+        checks = score_attempt(task, "", 0, [], 0, seconds, state)
         failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"
         error = outcome.error
     else:
         reply = AgentReply.model_validate(outcome.reply)
         used = tools_used(reply.trajectory)
-        checks = score_attempt(task, reply.answer, reply.steps, used, reply.tokens, seconds)
+        checks = score_attempt(
+            task, reply.answer, reply.steps, used, reply.tokens, seconds, state
+        )
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
@@ -81,6 +97,8 @@ def run_attempt(
             "started": started.isoformat()}  # fmt: skip
     score = _score_line(checks, failure, reply, seconds, error)
     path = write_trajectory(plan.trajectory_dir, name, meta, reply.trajectory, score, plan.redact)
+    if diff:
+        path.with_suffix(".diff").write_text(plan.redact(diff), encoding="utf-8")
     row = AttemptResult(
         task_id=task.id,
         category=task.category,

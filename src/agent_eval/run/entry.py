@@ -65,6 +65,10 @@ def load_agent(spec: str) -> Agent:
 
 
 def _import_target(spec: str) -> Any:
+    if spec.startswith("cmd:"):
+        from agent_eval.run.command_agent import CommandAgent
+
+        return CommandAgent(spec.removeprefix("cmd:"))
     if spec.startswith("builtin:"):
         from agent_eval.agents import BUILTIN_AGENTS
 

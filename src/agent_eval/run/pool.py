@@ -8,6 +8,24 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from agent_eval.run.worker import Worker
+from agent_eval.run.zygote import Zygote
+
+PRELOAD = ["agent_eval.run.worker", "agent_eval.tools", "agent_eval.models.client"]
+"""Modules every worker needs, imported once in the zygote."""
+
+
+def preload_for(spec: str) -> list[str]:
+    """What the zygote imports: the harness's modules, and a shipped agent's own module.
+
+    A user's agent module is never preloaded: its import might start threads, and a
+    fork does not carry threads along.
+    """
+    if spec.startswith("builtin:"):
+        from agent_eval.agents import BUILTIN_AGENTS
+
+        target = BUILTIN_AGENTS.get(spec.removeprefix("builtin:"), "")
+        return [*PRELOAD, target.partition(":")[0]] if target else PRELOAD
+    return PRELOAD
 
 Key = TypeVar("Key")
 Row = TypeVar("Row")
@@ -61,8 +79,22 @@ class Dispatch:
 
         build() failing in the first worker raises AgentLoadError before anything runs.
         """
+        zygote = Zygote(preload_for(self._spec))
+        try:
+            return self._run(zygote, pending, attempt, record, on_attempt)
+        finally:
+            zygote.close()
+
+    def _run(
+        self,
+        zygote: Zygote,
+        pending: Sequence[Any],
+        attempt: Callable[[Worker, Any, threading.Event], Any],
+        record: Callable[[Any], None],
+        on_attempt: Callable[[Any], None] | None,
+    ) -> bool:
         workers = [
-            Worker(self._spec, self._options, self._memory)
+            Worker(zygote, self._spec, self._options, self._memory)
             for _ in range(max(1, min(self._concurrency, len(pending))))
         ]
         try:

@@ -67,7 +67,13 @@ def rescore(path: Path, suite_spec: str, out: Path | None) -> Rescored:
             rescored.append(row)
             continue
         checks = score_attempt(
-            task, row.answer, row.steps, row.checks.tools_used, row.tokens, row.seconds
+            task,
+            row.answer,
+            row.steps,
+            row.checks.tools_used,
+            row.tokens,
+            row.seconds,
+            row.checks.state,  # the world is gone; its recorded verdicts stand
         )
         new = row.model_copy(
             update={

@@ -225,6 +225,8 @@ def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
         redact=redact,
         timeout_per_task=config.timeout_per_task,
         seed=config.seed,
+        suite_dir=loaded.path.parent,
+        suite_tools=loaded.suite.tools,
     )
 
 

@@ -1,9 +1,10 @@
 """Attempts run in worker processes, so an agent that hangs, exits or crashes costs
 one attempt, never the run.
 
-A worker imports the agent, calls build() once, then answers one attempt at a time over
-a pipe. The parent waits with the attempt's time budget: past it, or when the worker
-dies, the parent kills it, records why, and starts a fresh worker for the next attempt.
+A worker, forked from a warmed-up zygote (run/zygote.py), imports the agent, calls
+build() once, then answers one attempt at a time over a socket. The parent waits with
+the attempt's time budget: past it, or when the worker dies, the parent kills it,
+records why, and starts a fresh worker for the next attempt.
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ import contextlib
 import os
 import resource
 import signal
-import socket
-import subprocess
-import sys
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from agent_eval.errors import AgentLoadError
 from agent_eval.run.entry import AgentMisbehaved, coerce_reply, load_agent
+from agent_eval.run.zygote import Zygote
 
 
 @dataclass(frozen=True)
@@ -96,34 +95,22 @@ def _attempt(run_task: Any, task: str, options: dict[str, Any], memory_mb: int |
 class Worker:
     """The parent's handle on one worker process; restarts it after a fault."""
 
-    def __init__(self, spec: str, options: dict[str, Any], memory_mb: int | None) -> None:
+    def __init__(
+        self, zygote: Zygote, spec: str, options: dict[str, Any], memory_mb: int | None
+    ) -> None:
+        self._zygote = zygote
         self._args = (spec, options, memory_mb)
-        self._process: Any = None
+        self._pid: int | None = None
         self._conn: Connection | None = None
         self.close_warning: str | None = None
 
     def start(self) -> None:
-        """Start the process and wait for build(); AgentLoadError if it fails.
-
-        A fresh interpreter (not multiprocessing's spawn) so that a caller's script is
-        never re-imported, in its own session so a kill reaches the agent's children,
-        with its stdout on our stderr so an agent's prints cannot garble the console.
-        """
-        mine, theirs = socket.socketpair()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "agent_eval.run.worker", str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=2,
-            start_new_session=True,
-        )
-        theirs.close()
-        parent = Connection(mine.detach())
-        self._conn = parent
+        """Fork a worker from the zygote and wait for build(); AgentLoadError if it fails."""
+        self._pid, self._conn = self._zygote.fork()
         try:
-            parent.send(self._args)
-            status, detail = parent.recv()
-        except EOFError:
+            self._conn.send(self._args)
+            status, detail = self._conn.recv()
+        except (EOFError, OSError):
             status, detail = "failed", f"agent {self._args[0]}: {self._death()}"
         if status != "ready":
             self.kill()
@@ -133,14 +120,16 @@ class Worker:
         """One attempt, bounded by ``timeout`` seconds even if the agent never returns."""
         if self._conn is None:
             self.start()
-        assert self._conn is not None  # for the type checker; start() set it
+        conn = self._conn
+        if conn is None:
+            raise RuntimeError("worker did not start")  # start() raises before this
         try:
-            self._conn.send(("run", task, options))
-            if not self._conn.poll(timeout):
+            conn.send(("run", task, options))
+            if not conn.poll(timeout):
                 self.kill()
                 return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
-            message = self._conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
+            message = conn.recv()
+        except (EOFError, OSError):
             reason = self._death()
             self.kill()
             return Outcome(None, reason, "agent_error")
@@ -167,29 +156,25 @@ class Worker:
 
     def kill(self) -> None:
         """End the process and everything it started, now, whatever it is doing."""
-        if self._process is not None:
-            if self._process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._process.pid, signal.SIGKILL)
-            self._process.wait()
+        if self._pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                try:
+                    os.killpg(self._pid, signal.SIGKILL)
+                except PermissionError:  # not yet its own group leader: the pid alone
+                    os.kill(self._pid, signal.SIGKILL)
+            self._zygote.reap(self._pid)
         if self._conn is not None:
             self._conn.close()
-        self._process, self._conn = None, None
+        self._pid, self._conn = None, None
 
     def _death(self) -> str:
-        """Why the worker died, from its exit code."""
-        process = self._process
-        if process is None:
+        """Why the worker died, from its exit code; the process is reaped here."""
+        if self._pid is None:
             return "agent process is gone"
-        try:
-            code = process.wait(5)
-        except subprocess.TimeoutExpired:
-            return "agent process stopped answering"
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            return f"agent process killed by {name}"
+        code = self._zygote.reap(self._pid)
+        self._pid = None
+        if code < 0:
+            return f"agent process killed by {signal.Signals(-code).name}"
         return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
 
 
-if __name__ == "__main__":
-    main(int(sys.argv[1]))

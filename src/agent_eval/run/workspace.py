@@ -10,6 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from agent_eval.errors import ConfigError
+from agent_eval.suite import LoadedSuite
+
 MEMORY_SCRATCH = Path("/dev/shm")
 """Where attempt workspaces go when it exists: they are scratch, and creating files on a
 RAM-backed folder costs a tenth of what it costs on a disk."""
@@ -20,9 +23,6 @@ def scratch_root() -> str | None:
     if MEMORY_SCRATCH.is_dir() and os.access(MEMORY_SCRATCH, os.W_OK | os.X_OK):
         return str(MEMORY_SCRATCH)
     return None
-
-from agent_eval.errors import ConfigError
-from agent_eval.suite import LoadedSuite
 
 
 def workspace_source(loaded: LoadedSuite, workspace: Path | None) -> tuple[Path | None, str]:

@@ -8,10 +8,10 @@ under the trajectory key ``tool``, and reported steps against ``max_steps``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agent_eval.records import Checks, FailureClass, Task
+from agent_eval.records import Checks, FailureClass, StateOutcome, Task
 
 BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget"})
 """Agent stop reasons that mean a budget ran out."""
@@ -34,8 +34,13 @@ def score_attempt(
     used: list[str],
     tokens: int = 0,
     seconds: float = 0.0,
+    state: Sequence[StateOutcome] = (),
 ) -> Checks:
-    """Every named check for one attempt; ``passed`` needs all of them."""
+    """Every named check for one attempt; ``passed`` needs all of them.
+
+    ``state`` carries the outcomes of the task's state checks, judged on the workspace
+    after the agent stopped (score/state.py); they count like any answer check.
+    """
     lowered = answer.lower()
     missing = [s for s in task.expect_in_answer if s.lower() not in lowered]
     forbidden = [s for s in task.expect_not_in_answer if s.lower() in lowered]
@@ -49,7 +54,12 @@ def score_attempt(
     within_tokens = None if task.max_tokens is None else tokens <= task.max_tokens
     within_seconds = None if task.max_seconds is None else seconds <= task.max_seconds
     optional = (regex_ok, tool_ok, within_steps, within_tokens, within_seconds)
-    passed = not missing and not forbidden and all(ok is not False for ok in optional)
+    passed = (
+        not missing
+        and not forbidden
+        and all(ok is not False for ok in optional)
+        and all(outcome.ok for outcome in state)
+    )
     return Checks(
         passed=passed,
         missing=missing,
@@ -60,6 +70,7 @@ def score_attempt(
         within_tokens=within_tokens,
         within_seconds=within_seconds,
         tools_used=used,
+        state=list(state),
     )
 
 

@@ -12,14 +12,53 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_eval.errors import SuiteError
-from agent_eval.records import Suite, Task
+from agent_eval.records import (
+    FILE_VERBS,
+    CommandCheck,
+    FileContains,
+    FileEquals,
+    FileExists,
+    FileNotContains,
+    FileUnchanged,
+    OnlyChanged,
+    SqliteCheck,
+    Strict,
+    Suite,
+    Task,
+)
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "suites"
-SHIPPED_FILES = {"part26": "part26/agent-tasks.json"}
+SHIPPED_FILES = {"part26": "part26/agent-tasks.json", "ops-state": "ops-state/ops-state.json"}
 """Shipped suites by name; each folder holds the suite file and its `workspace/` documents."""
 
 SUITE_FIELDS = tuple(Suite.model_fields)
 TASK_FIELDS = tuple(Task.model_fields)
+
+AGENT_TOOLS = ("search_documents", "read_file", "run_command", "write_file", "edit_file")
+"""Tool names a suite may grant. The suite package must not import the tools package
+(dependencies point one way), so a test keeps this equal to its READ_TOOLS + WRITE_TOOLS."""
+
+STATE_KEYS: dict[str, tuple[str, ...]] = {
+    "file": ("file", *FILE_VERBS),
+    "only_changed": ("only_changed",),
+    "sqlite": ("sqlite", "query", "equals", "equals_rows"),
+    "command": ("command", "exit_code", "with_files", "timeout"),
+}
+"""The keys each kind of state check accepts, by the key that names its kind."""
+ALL_STATE_KEYS = tuple(dict.fromkeys(key for keys in STATE_KEYS.values() for key in keys))
+STATE_MODELS: dict[str, type[Strict]] = {
+    model.kind: model
+    for model in (
+        FileContains,
+        FileNotContains,
+        FileExists,
+        FileEquals,
+        FileUnchanged,
+        OnlyChanged,
+        SqliteCheck,
+        CommandCheck,
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -46,7 +85,9 @@ def suite_hash(suite: Suite) -> str:
     Leaving defaults out keeps the hash stable when a later version of the format adds an
     optional field, so only a real change of content changes it.
     """
-    tasks = [task.model_dump(mode="json", exclude_defaults=True) for task in suite.tasks]
+    tasks: Any = [task.model_dump(mode="json", exclude_defaults=True) for task in suite.tasks]
+    if suite.tools is not None:  # granting tools changes what tasks mean; older suites keep hashes
+        tasks = {"tasks": tasks, "tools": suite.tools}
     canonical = json.dumps(tasks, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -75,7 +116,7 @@ def load_suite(spec: str | Path) -> LoadedSuite:
             f"suite {label}: not valid JSON at line {exc.lineno} column {exc.colno} "
             f"({exc.msg}); fix the syntax there"
         ) from None
-    problems = validate(raw, label)
+    problems = validate(raw, label, path.parent)
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
         raise SuiteError(f"suite {label}: {count}; first: {problems[0]}", problems)
@@ -83,13 +124,18 @@ def load_suite(spec: str | Path) -> LoadedSuite:
     return LoadedSuite(suite, path, suite_hash(suite), _documents(suite, path), shipped_name)
 
 
-def validate(raw: Any, label: str) -> list[str]:
-    """Every problem in a parsed suite, one line each, naming the task, field and fix."""
+def validate(raw: Any, label: str, base: Path | None = None) -> list[str]:
+    """Every problem in a parsed suite, one line each, naming the task, field and fix.
+
+    ``base`` is the suite file's folder; when given, each command check's ``with_files``
+    folder must exist there.
+    """
     if not isinstance(raw, dict):
         return [f"suite {label}: the top level must be a JSON object with name, version, tasks"]
     problems = [
         f"suite {label}: {msg}" for msg in _field_problems(raw, Suite, SUITE_FIELDS, "tasks")
     ]
+    problems += [f"suite {label}: {msg}" for msg in _tool_problems(raw.get("tools"))]
     tasks = raw.get("tasks")
     if not isinstance(tasks, list):
         if "tasks" in raw:
@@ -104,7 +150,10 @@ def validate(raw: Any, label: str) -> list[str]:
         if not isinstance(task, dict):
             problems.append(f"{where}: must be a JSON object")
             continue
-        problems += [f"{where}: {msg}" for msg in _field_problems(task, Task, TASK_FIELDS)]
+        found = _field_problems(task, Task, TASK_FIELDS, "expect_state")
+        found += _tool_problems(task.get("tools"))
+        found += _state_problems(task.get("expect_state", []), base)
+        problems += [f"{where}: {msg}" for msg in found]
         task_id = task.get("id")
         if isinstance(task_id, str):
             if task_id in seen:
@@ -113,6 +162,85 @@ def validate(raw: Any, label: str) -> list[str]:
                 )
             seen.setdefault(task_id, number)
     return problems
+
+
+def _tool_problems(tools: Any) -> list[str]:
+    """Granted tool names that no agent knows; type errors are left to the model."""
+    if not isinstance(tools, list):
+        return []
+    return [
+        f"field 'tools': unknown tool '{name}'{_hint(name, AGENT_TOOLS)}"
+        for name in tools
+        if isinstance(name, str) and name not in AGENT_TOOLS
+    ]
+
+
+def _state_problems(checks: Any, base: Path | None) -> list[str]:
+    """Problems of expect_state, each prefixed with the check's position."""
+    if not isinstance(checks, list):
+        return ["field 'expect_state': must be a list of check objects"]
+    problems = []
+    for number, check in enumerate(checks):
+        problems += [f"expect_state[{number}]: {msg}" for msg in _check_problems(check, base)]
+    return problems
+
+
+def _check_problems(check: Any, base: Path | None) -> list[str]:
+    """One state check: its kind, unknown keys with a suggestion, then its own model."""
+    if not isinstance(check, dict):
+        return ['must be an object such as {"file": "notes.md", "contains": "30 days"}']
+    anchors = [key for key in STATE_KEYS if key in check]
+    if len(anchors) > 1:
+        named = " and ".join(f"'{key}'" for key in anchors)
+        return [f"mixes {named}; give one kind of check per entry"]
+    known = STATE_KEYS[anchors[0]] if anchors else ALL_STATE_KEYS
+    problems = [
+        f"unknown key '{key}'{_hint(key, known)}" for key in check if key not in known
+    ]
+    if problems:
+        return problems
+    if not anchors:
+        return ["not a state check; start it with 'file', 'only_changed', 'sqlite' or 'command'"]
+    verbs = [verb for verb in FILE_VERBS if verb in check]
+    if anchors[0] == "file" and len(verbs) != 1:
+        if verbs:
+            return [f"gives {', '.join(verbs)}; give one per check and split the rest"]
+        return [f"a 'file' check needs one of {', '.join(FILE_VERBS)}"]
+    kind = verbs[0] if anchors[0] == "file" else anchors[0]
+    try:
+        parsed = STATE_MODELS[kind].model_validate(check)
+    except ValidationError as exc:
+        return [_state_error(error) for error in exc.errors()]
+    if isinstance(parsed, CommandCheck) and parsed.with_files and base is not None:
+        folder = base / parsed.with_files
+        if not folder.is_dir():
+            return [
+                f"with_files '{parsed.with_files}' is not a folder next to the suite file "
+                f"(looked for {folder}); create it or fix the path"
+            ]
+    return []
+
+
+def _state_error(error: Any) -> str:
+    """A state check's pydantic error, in the words of a suite author."""
+    field = ".".join(str(part) for part in error["loc"])
+    if not field:  # a rule about the whole check, such as equals against equals_rows
+        return _explain(error)
+    if field.startswith("command") and error["type"] in ("list_type", "string_type"):
+        return (
+            "field 'command': must be a list of strings, the program and its arguments, "
+            'for example ["python", "-m", "unittest"]'
+        )
+    if error["type"] == "literal_error" and field == "unchanged":
+        return "field 'unchanged': only true has a meaning; to require a change, check content"
+    if error["type"] == "list_type" and field == "equals_rows":
+        return "field 'equals_rows': must be a list of rows, each a list, e.g. [[\"db-2\", 3]]"
+    return f"field '{field}': {_explain(error)}"
+
+
+def _hint(key: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(known)})"
 
 
 def _field_problems(

@@ -9,6 +9,7 @@ that ``agent-eval index`` wrote is used instead, as the course's Part 10 index i
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -85,13 +86,17 @@ def load_index(path: Path) -> PassageIndex:
 
 
 def workspace_index(workspace: Path) -> PassageIndex:
-    """The in-memory index of a workspace's documents, rebuilt only when they change."""
+    """The in-memory index of a workspace's documents, rebuilt only when they change.
+
+    Keyed by content, not by folder: every attempt gets a fresh copy of the same
+    documents, and hashing them costs far less than indexing them again.
+    """
     root = workspace_root(workspace)
-    files = iter_files(root, DOCUMENT_SUFFIXES)
-    fingerprint = tuple(
-        (f.relative_to(root).as_posix(), f.stat().st_mtime_ns, f.stat().st_size) for f in files
-    )
-    key = ("workspace", str(root), fingerprint)
+    digest = hashlib.sha256()
+    for file in iter_files(root, DOCUMENT_SUFFIXES):
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    key = ("workspace", digest.hexdigest())
     return _cached(key, lambda: PassageIndex.build(load_passages(root)))
 
 

@@ -1,0 +1,116 @@
+"""A warmed-up interpreter that forks worker processes in milliseconds.
+
+Starting a fresh Python and importing the harness, httpx and the search index's numpy
+and scipy costs about a second of CPU. At --concurrency 32 on two cores that start-up
+would dwarf the run, so one zygote process imports everything once and forks each
+worker from itself. It is single-threaded, so forking it is safe, and it is a fresh
+interpreter, so a caller's own script is never re-imported. It also reaps its
+children, which is how the parent learns a dead worker's exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+
+SINGLE_THREADED_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""A math library's thread pool does not survive a fork; with one thread there is none."""
+
+
+class Zygote:
+    """The parent's handle on the zygote: fork a worker, reap one, stop."""
+
+    def __init__(self, preload: list[str]) -> None:
+        mine, theirs = socket.socketpair()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "agent_eval.run.zygote", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=2,  # a worker's prints go to stderr, never into the console layout
+            start_new_session=True,  # Ctrl-C is the parent's to handle
+            env={**os.environ, **SINGLE_THREADED_MATH},
+        )
+        theirs.close()
+        self._conn = Connection(mine.detach())
+        self._lock = threading.Lock()
+        self._conn.send(preload)
+        self._conn.recv()
+
+    def fork(self) -> tuple[int, Connection]:
+        """A new worker process and the parent's end of its connection."""
+        mine, theirs = socket.socketpair()
+        with self._lock:
+            self._conn.send(("fork",))
+            reduction.send_handle(self._conn, theirs.fileno(), self._process.pid)
+            pid: int = self._conn.recv()
+        theirs.close()
+        return pid, Connection(mine.detach())
+
+    def reap(self, pid: int) -> int:
+        """Wait for a worker that is dead or killed; its exit code (-N for signal N)."""
+        with self._lock:
+            self._conn.send(("reap", pid))
+            code: int = self._conn.recv()
+        return code
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.send(("exit",))
+        self._conn.close()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+def serve(fd: int) -> None:
+    """The zygote's loop: preload, then fork and reap workers on request."""
+    from agent_eval.run.worker import main as worker_main
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    conn = Connection(fd)
+    for module in conn.recv():
+        with contextlib.suppress(Exception):  # a preload is only an optimisation
+            importlib.import_module(module)
+    conn.send("ready")
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message[0] == "fork":
+            child_fd = reduction.recv_handle(conn)
+            pid = os.fork()
+            if pid == 0:
+                conn.close()
+                os.setsid()  # its own group, so a kill reaches what the agent started
+                code = 0
+                try:
+                    worker_main(child_fd)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                finally:
+                    sys.stderr.flush()
+                    os._exit(code)
+            os.close(child_fd)
+            conn.send(pid)
+        elif message[0] == "reap":
+            _, status = os.waitpid(message[1], 0)
+            conn.send(os.waitstatus_to_exitcode(status))
+        else:
+            return
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

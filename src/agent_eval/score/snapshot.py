@@ -1,0 +1,179 @@
+"""The state of a workspace as data: a canonical snapshot, what changed, and a diff.
+
+A snapshot maps every path under a folder, sorted, to the sha256 and size of its
+content, like tau-bench's database hash: two workspaces are in the same state exactly
+when their snapshots are equal. :func:`snapshot` and :func:`workspace_diff` read the
+disk; :func:`changes` is a pure comparison of two snapshots.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+CHUNK = 1024 * 1024
+MAX_DIFF_BYTES = 512 * 1024
+"""Text files larger than this are listed as changed instead of diffed line by line."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One path's state: what it is and a hash of its content."""
+
+    sha256: str
+    """Hex digest of the content (of the target text, for a symbolic link)."""
+    size: int
+    """Bytes of content."""
+    kind: Literal["file", "link", "other"] = "file"
+    """A regular file, a symbolic link (never followed), or something else (a pipe...)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every path under a folder, sorted, with its state; folders are implied by paths."""
+
+    files: Mapping[str, Entry] = field(default_factory=dict)
+    """Posix paths relative to the folder, in sorted order."""
+
+    def digest(self) -> str:
+        """One hash of the whole state, from its canonical (sorted, compact) JSON."""
+        canonical = json.dumps(
+            [[path, e.kind, e.sha256, e.size] for path, e in sorted(self.files.items())],
+            separators=(",", ":"),
+        )
+        return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What differs between two snapshots, each list sorted."""
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+    def paths(self) -> list[str]:
+        """Every differing path, sorted; aligned with :meth:`lines`."""
+        return sorted([*self.added, *self.removed, *self.changed])
+
+    def lines(self) -> list[str]:
+        """One line per differing path: 'added x', 'removed y' or 'changed z'."""
+        verb = {p: "added" for p in self.added}
+        verb |= {p: "removed" for p in self.removed}
+        verb |= {p: "changed" for p in self.changed}
+        return [f"{verb[path]} {path}" for path in self.paths()]
+
+
+def snapshot(folder: Path) -> Snapshot:
+    """Record the state of every path under ``folder`` without following links."""
+    files: dict[str, Entry] = {}
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        base = Path(root)
+        # os.walk lists a link to a folder among dirs and does not enter it; record it.
+        for name in [*names, *(d for d in dirs if (base / d).is_symlink())]:
+            path = base / name
+            files[path.relative_to(folder).as_posix()] = _entry(path)
+    return Snapshot(dict(sorted(files.items())))
+
+
+def _entry(path: Path) -> Entry:
+    if path.is_symlink():
+        target = os.readlink(path).encode("utf-8", errors="surrogateescape")
+        return Entry(hashlib.sha256(target).hexdigest(), len(target), "link")
+    if not path.is_file():
+        return Entry(hashlib.sha256(b"").hexdigest(), 0, "other")
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return Entry(digest.hexdigest(), size)
+
+
+def changes(before: Snapshot, after: Snapshot) -> Changes:
+    """Paths added, removed and changed from ``before`` to ``after``: pure."""
+    start, end = before.files, after.files
+    return Changes(
+        added=sorted(set(end) - set(start)),
+        removed=sorted(set(start) - set(end)),
+        changed=sorted(p for p in set(start) & set(end) if start[p] != end[p]),
+    )
+
+
+def workspace_diff(before: Path | Snapshot | None, workspace: Path) -> str:
+    """A unified diff from the starting state to ``workspace``; '' when nothing changed.
+
+    ``before`` is the folder the workspace was copied from (full text diffs), or only its
+    snapshot (then a changed file's old text is unknown and the file is listed), or None
+    for a workspace that started empty. Binary and very large files are listed in the
+    form GNU diff uses, 'Binary files a/x and b/x differ', which patch tools skip.
+    """
+    folder = before if isinstance(before, Path) else None
+    start = snapshot(before) if isinstance(before, Path) else (before or Snapshot())
+    end = snapshot(workspace)
+    moved = changes(start, end)
+    parts = []
+    for path in moved.paths():
+        added, removed = path in moved.added, path in moved.removed
+        old_name = "/dev/null" if added else f"a/{path}"
+        new_name = "/dev/null" if removed else f"b/{path}"
+        if _is_link(start, path) or _is_link(end, path):
+            parts.append(f"Files {old_name} and {new_name} differ (symbolic link)\n")
+            continue
+        if folder is None and not added:
+            parts.append(f"Files {old_name} and {new_name} differ (no starting copy kept)\n")
+            continue
+        old = "" if added else _text(folder / path) if folder is not None else None
+        new = "" if removed else _text(workspace / path)
+        if old is None or new is None:
+            parts.append(f"Binary files {old_name} and {new_name} differ\n")
+        else:
+            # An empty file added or removed has no lines, so it would not show otherwise.
+            unified = _unified(old, new, old_name, new_name)
+            parts.append(unified or f"Files {old_name} and {new_name} differ (empty file)\n")
+    return "".join(parts)
+
+
+def _is_link(snap: Snapshot, path: str) -> bool:
+    entry = snap.files.get(path)
+    return entry is not None and entry.kind == "link"
+
+
+def _text(path: Path) -> str | None:
+    """The file's text when it is a regular, small, UTF-8 file without NUL bytes."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_DIFF_BYTES:
+        return None
+    data = path.read_bytes()
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
+    """One file's unified diff, marking a last line without a newline as diff does."""
+    lines = difflib.unified_diff(
+        _marked(old), _marked(new), fromfile=old_name, tofile=new_name, lineterm="\n"
+    )
+    return "".join(lines)
+
+
+def _marked(text: str) -> list[str]:
+    """Lines split on '\\n' only (str.splitlines also splits on form feeds and more)."""
+    if not text:
+        return []
+    lines = [line + "\n" for line in text.split("\n")]
+    if text.endswith("\n"):
+        lines.pop()
+    else:
+        lines[-1] = lines[-1] + "\\ No newline at end of file\n"
+    return lines

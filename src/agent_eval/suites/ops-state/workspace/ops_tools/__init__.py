@@ -1,0 +1,1 @@
+"""Small helpers used by the ledger-api ops scripts."""
