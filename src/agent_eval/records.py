@@ -377,5 +377,8 @@ class AttemptResult(BaseModel):
     """Tokens per role, when the agent reports them."""
     infra_retries: int = 0
     """How many earlier tries of this attempt ended in infra_error and were retried."""
+    changed_files: list[str] | None = None
+    """Workspace files the attempt touched, git-style ('A new.md', 'M runbook.md',
+    'D old.md'); recorded when the task checks state or the agent may write."""
     trajectory_file: str | None = None
     """The attempt's trajectory, relative to the results file's folder when possible."""

@@ -13,7 +13,8 @@ from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
-from agent_eval.score.state import check_state, snapshot, workspace_diff
+from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
+from agent_eval.score.state import check_state
 from agent_eval.trace.trajectory import trajectory_name, write_trajectory
 
 
@@ -50,8 +51,8 @@ def run_attempt(
     """Run and score one try of one attempt; also return the agent's infra-error account."""
     budget = task.max_seconds or plan.timeout_per_task
     with fresh_workspace(plan.source) as workspace:
-        before = snapshot(workspace) if task.expect_state else None
         granted = task.tools if task.tools is not None else plan.suite_tools
+        before = snapshot(workspace) if task.expect_state or granted else None
         options = {
             **plan.base_options,
             "workspace": str(workspace),
@@ -72,10 +73,11 @@ def run_attempt(
         outcome = worker.run(task.task, options, hard_timeout(budget))
         seconds = time.perf_counter() - clock
         # The agent has stopped (returned or been killed): judge the world it left.
-        state = (
-            check_state(task.expect_state, before, workspace, plan.suite_dir) if before else []
-        )
-        diff = workspace_diff(plan.source, workspace) if before or granted else ""
+        state, diff, touched = [], "", None
+        if before is not None:
+            state = check_state(task.expect_state, before, workspace, plan.suite_dir)
+            diff = workspace_diff(plan.source, workspace)
+            touched = _touched(changes(before, snapshot(workspace)))
     failure: FailureClass
     if outcome.reply is None:
         reply = AgentReply(answer="", steps=0, tokens=0, stopped=outcome.failure or "agent_error")
@@ -116,6 +118,7 @@ def run_attempt(
         checks=checks,
         roles=reply.roles,
         trajectory_file=_relative(path, plan.results_dir),
+        changed_files=touched,
     )
     return row, outcome.infra
 
@@ -141,6 +144,12 @@ def _stop_detail(reply: AgentReply) -> str:
         if record.get("type") == "stop":
             return f"model_error: {record.get('detail') or 'no detail'}"
     return "model_error"
+
+
+def _touched(found: Changes) -> list[str]:
+    marked = [(p, "A") for p in found.added] + [(p, "D") for p in found.removed]
+    marked += [(p, "M") for p in found.changed]
+    return [f"{mark} {path}" for path, mark in sorted(marked)]
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -297,5 +297,6 @@ def _base_options(prepared: PreparedRun) -> dict[str, Any]:
         "api_key": config.api_key,
         "workspace": str(prepared.source) if prepared.source else None,
         "index": str(config.index) if config.index else None,
+        "log_dir": str(config.trajectory_dir),
         **config.options,
     }

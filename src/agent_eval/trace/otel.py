@@ -1,0 +1,226 @@
+"""Send each attempt as an OpenTelemetry GenAI trace to an OTLP/HTTP store.
+
+Langfuse, Arize Phoenix and Jaeger all accept OTLP over HTTP with protobuf. One
+``OtlpExporter`` serves a whole run (``export_trajectory`` after each attempt) or a replay
+of a saved one (``export_results``). A trace store is a convenience, never part of the
+measurement: an export never raises into a run and never blocks it for longer than its
+timeout; when the endpoint fails, one warning goes out, the next ``cooldown`` seconds of
+attempts are not even tried, and ``agent-eval export-otel`` can send them all later.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from agent_eval import __version__
+from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
+from agent_eval.trace.spans import plan_attempt
+from agent_eval.trace.trajectory import read_trajectory
+
+TRACES_PATH = "/v1/traces"
+"""The OTLP/HTTP traces path, appended to an endpoint that does not already end in it."""
+INSTALL = "pip install 'agent-eval[otel]'"
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What a replay of a results file sent."""
+
+    attempts: int
+    """Attempts listed in the results file."""
+    sent: int
+    """Attempts the endpoint accepted."""
+    failed: int
+    """Attempts the endpoint did not accept, or that were not tried while it was down."""
+    problems: tuple[str, ...]
+    """Attempts whose trajectory file is missing or unreadable, one line each."""
+    warning: str | None
+    """Why the endpoint failed, if it did."""
+
+
+class OtlpExporter:
+    """One OTLP/HTTP trace exporter for a run or a replay; call ``shutdown`` when done.
+
+    ``endpoint`` is the OTLP base URL (``http://127.0.0.1:4318``) or a full traces URL
+    (Langfuse's ``.../api/public/otel/v1/traces``). ``content`` attaches the task text,
+    model content and tool results. ``warn`` receives the one endpoint warning.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        headers: Mapping[str, str] | None = None,
+        content: bool = False,
+        timeout: float = 5.0,
+        *,
+        cooldown: float = 30.0,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.url = traces_url(endpoint)
+        if not timeout > 0:
+            raise ConfigError(f"OTLP timeout {timeout}: use a number of seconds above 0")
+        try:
+            from agent_eval.trace import otel_sdk
+        except ImportError as exc:
+            raise ExtraMissingError(
+                f"OTLP export needs the otel extra, which is not installed ({exc}): {INSTALL}"
+            ) from exc
+        self.content = content
+        self.cooldown = cooldown
+        self.warning: str | None = None
+        """Why the endpoint failed, once it has; the warning is issued only once."""
+        self.sent = 0
+        self.failed = 0
+        self._warn = warn
+        self._down_until = 0.0
+        self._lock = threading.Lock()
+        self._closed = False
+        self._sender = otel_sdk.SdkSender(self.url, headers or {}, timeout, __version__)
+
+    def export_trajectory(self, path: Path, run: Mapping[str, Any] | None = None) -> bool:
+        """Send one attempt's trace from its trajectory file; True when it was accepted.
+
+        ``run`` is the results file's ``run`` block, or any dict with ``engine`` and
+        ``lab``. Never raises: an unreadable file or a failing endpoint returns False.
+        """
+        return self._export(path, run) == "sent"
+
+    def export_results(self, results_path: Path) -> ExportSummary:
+        """Replay every attempt of a results file from its trajectory files."""
+        document = _read_results(results_path)
+        rows = document["results"]
+        run = document.get("run") if isinstance(document.get("run"), Mapping) else None
+        sent, failed = self.sent, self.failed
+        problems: list[str] = []
+        for row in rows:
+            label = f"{row.get('task_id', '?')} r{row.get('attempt', '?')}"
+            name = row.get("trajectory_file")
+            path = results_path.parent / str(name) if name else None
+            if path is None or not path.is_file():
+                problems.append(f"{label}: trajectory file {name or '(none)'} not found")
+            elif self._export(path, run) == "unreadable":
+                problems.append(f"{label}: trajectory file {name} cannot be read")
+        return ExportSummary(
+            attempts=len(rows),
+            sent=self.sent - sent,
+            failed=self.failed - failed,
+            problems=tuple(problems),
+            warning=self.warning,
+        )
+
+    def _export(self, path: Path, run: Mapping[str, Any] | None) -> str:
+        """``sent``, ``failed`` (endpoint) or ``unreadable`` (file)."""
+        try:
+            plan = plan_attempt(read_trajectory(path), path.name, run, self.content)
+        except (OSError, UnicodeDecodeError, ResultsError, TypeError, ValueError):
+            return "unreadable"
+        if self._closed or time.monotonic() < self._down_until:
+            self._count(False)
+            return "failed"
+        reason = self._sender.send(plan)
+        self._count(reason is None)
+        if reason is None:
+            return "sent"
+        self._down_until = time.monotonic() + self.cooldown
+        self._first_warning(
+            f"OTLP endpoint {self.shown_url} did not take the trace of attempt {plan.key} "
+            f"({reason}); `agent-eval export-otel RESULTS` can send the missed traces later"
+        )
+        return "failed"
+
+    @property
+    def shown_url(self) -> str:
+        """The traces URL without any user:password part, fit for printing."""
+        return _shown(self.url)
+
+    def shutdown(self) -> None:
+        """Close the connections; later exports return False. Safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self._sender.shutdown()
+
+    def __enter__(self) -> OtlpExporter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def _count(self, accepted: bool) -> None:
+        with self._lock:
+            if accepted:
+                self.sent += 1
+            else:
+                self.failed += 1
+
+    def _first_warning(self, message: str) -> None:
+        with self._lock:
+            if self.warning is not None:
+                return
+            self.warning = message
+        if self._warn is not None:
+            self._warn(message)
+
+
+def traces_url(endpoint: str) -> str:
+    """The traces URL of an OTLP/HTTP endpoint: ``/v1/traces`` appended unless present."""
+    parts = urlsplit(endpoint.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"OTLP endpoint {_shown(endpoint)!r}: use an http:// or https:// URL, "
+            "such as http://127.0.0.1:4318"
+        )
+    path = parts.path.rstrip("/")
+    if not path.endswith(TRACES_PATH):
+        path += TRACES_PATH
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def parse_header_items(items: Iterable[str], source: str = "--otlp-header") -> dict[str, str]:
+    """Headers from ``KEY=VALUE`` items, as given to ``--otlp-header``."""
+    headers: dict[str, str] = {}
+    for number, item in enumerate(items, start=1):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            # the item is likely a credential, so the message must not echo it
+            raise ConfigError(
+                f"{source} item {number}: expected KEY=VALUE, such as "
+                "Authorization=Basic <base64 of public:secret> (the value is not shown)"
+            )
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+def parse_env_headers(value: str) -> dict[str, str]:
+    """Headers from ``OTEL_EXPORTER_OTLP_HEADERS``: comma-separated, percent-encoded pairs."""
+    items = [item for item in value.split(",") if item.strip()]
+    pairs = parse_header_items(items, "OTEL_EXPORTER_OTLP_HEADERS")
+    return {key: unquote(text) for key, text in pairs.items()}
+
+
+def _read_results(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(f"results {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"results {path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        raise ResultsError(f"results {path}: no 'results' list; is this an --out file of a run?")
+    return document
+
+
+def _shown(url: str) -> str:
+    """The URL without any user:password part, fit for a message."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
