@@ -7,6 +7,7 @@ B worse), 1 for a usage or input error, printed as one `Error: ...` line on stde
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
@@ -159,6 +160,12 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")
 @click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
+@click.option("--otlp-endpoint",
+              help="Send each attempt as an OpenTelemetry trace to this OTLP/HTTP endpoint.")
+@click.option("--otlp-header", "otlp_headers", multiple=True, metavar="KEY=VALUE",
+              help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.")
+@click.option("--otlp-content", is_flag=True,
+              help="Also send the task text, model content and tool results.")
 def run(**flags: Any) -> int:
     from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.console import attempt_detail, attempt_line, header, summary_block
@@ -201,6 +208,9 @@ def run(**flags: Any) -> int:
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
+    exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
+    run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
+    base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     click.echo(prepared.workspace_note, err=True)
     with progress_bar(prepared.attempts, "attempts") as bar:
@@ -210,10 +220,16 @@ def run(**flags: Any) -> int:
             if flags["verbose"]:
                 for line in attempt_detail(row):
                     click.echo(line)
+            if exporter is not None and row.trajectory_file:
+                exporter.export_trajectory(base / row.trajectory_file, run_info)
             if bar is not None:
                 bar[0].advance(bar[1])
 
-        report = execute(prepared, on_attempt)
+        try:
+            report = execute(prepared, on_attempt)
+        finally:
+            if exporter is not None:
+                exporter.shutdown()
     if report.resumed:
         click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
     click.echo("")
@@ -225,6 +241,24 @@ def run(**flags: Any) -> int:
         click.echo("Error: interrupted; the attempts that finished were written", err=True)
         return EXIT_INTERRUPTED
     return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+def _otlp_exporter(flags: dict[str, Any]) -> Any:
+    """The trace exporter `run --otlp-endpoint` asks for, or None."""
+    if not flags["otlp_endpoint"]:
+        return None
+    from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
+
+    headers = {
+        **parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+        **parse_header_items(flags["otlp_headers"]),
+    }
+    return OtlpExporter(
+        flags["otlp_endpoint"],
+        headers,
+        content=flags["otlp_content"],
+        warn=lambda message: click.echo(f"Warning: {message}", err=True),
+    )
 
 
 @cli.command()
@@ -308,9 +342,14 @@ def demo() -> int:
     "--n-ctx", default=8192, show_default=True, type=click.IntRange(min=256),
     help="Context window per instance, in tokens.",
 )
+@click.option(
+    "--threads", type=click.IntRange(min=1),
+    help="llama.cpp threads per instance [default: half the cores / --parallel].",
+)
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no auth).")
 def serve_model(
-    port: int, host: str, model_path: str | None, parallel: int, n_ctx: int, allow_remote: bool
+    port: int, host: str, model_path: str | None, parallel: int, n_ctx: int,
+    threads: int | None, allow_remote: bool,
 ) -> int:
     """Serve a GGUF model over an OpenAI-compatible API until Ctrl-C.
 
@@ -324,7 +363,8 @@ def serve_model(
     xdg = os.environ.get("XDG_CACHE_HOME")
     server = LocalModelServer(
         model_path=_path(model_path), host=host, port=port, parallel=parallel, n_ctx=n_ctx,
-        allow_remote=allow_remote, cache_dir=Path(xdg) / "agent-eval" / "models" if xdg else None,
+        n_threads=threads, allow_remote=allow_remote,
+        cache_dir=Path(xdg) / "agent-eval" / "models" if xdg else None,
     )
     server.open()
     info = server.health()
@@ -452,8 +492,6 @@ def history(labbook: str, fmt: str) -> int:
 def export_otel(results: str, otlp_endpoint: str, headers: tuple[str, ...],
                 otlp_content: bool) -> int:
     """Send every attempt of a saved run to an OTLP trace store, at its recorded times."""
-    import os
-
     from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
 
     sent_headers = {**parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),

@@ -117,17 +117,18 @@ class SdkSender:
         with self._lock, _captured_logs() as logs:
             self._ids.reset(plan.seed)
             self._collect.spans.clear()
-            # an empty context, so an attempt never nests under a span the caller has open
-            root = self._start(plan.root, Context())
-            parent = trace_api.set_span_in_context(root)
-            for child in plan.children:
-                self._start(child, parent).end(end_time=child.end_ns)
-            root.end(end_time=plan.root.end_ns)
-            spans, self._collect.spans = self._collect.spans, []
             try:
-                result = self._exporter.export(spans)
-            except Exception as exc:  # the exporter should not raise; a run must not see it
+                # an empty context, so an attempt never nests under a span the caller has open
+                root = self._start(plan.root, Context())
+                parent = trace_api.set_span_in_context(root)
+                for child in plan.children:
+                    self._start(child, parent).end(end_time=child.end_ns)
+                root.end(end_time=plan.root.end_ns)
+                result = self._exporter.export(self._collect.spans)
+            except Exception as exc:  # the SDK should not raise, and a run must never see it
                 return f"{type(exc).__name__}: {exc}"
+            finally:
+                self._collect.spans = []
             if result is SpanExportResult.SUCCESS:
                 return None
             return _reason(logs.lines) or _diagnose(self._url, self._timeout)
