@@ -33,7 +33,8 @@ FORBIDDEN = {
     "models": ["suite", "score", "tools", "agents", "run", "report", "cli"],
     "agents": ["run", "report", "cli"],
     "report": ["run", "agents", "tools", "models", "cli"],
-    "run": ["cli"],
+    "trace": ["suite", "score", "tools", "models", "agents", "run", "report", "cli"],
+    "run": ["cli", "report"],
 }
 
 

@@ -127,3 +127,36 @@ def test_export_otel_command_fails_when_the_endpoint_is_down(
         "trace of attempt a1b2c3d4e5f6:r-gateway-port:r1 (cannot connect: Connection refused); "
         "`agent-eval export-otel RESULTS` can send the missed traces later\n"
     )
+
+
+def test_run_sends_each_attempt_as_it_finishes(
+    receiver: Any,
+    scripted_model: MockModelServer,
+    tmp_path: Path,
+    trace_follows: Callable[..., None],
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
+         "--base-url", scripted_model.base_url, "--model", "mock", "--task-id", TASK,
+         "--repeats", "2", "--out", "r.json", "--otlp-endpoint", receiver.url],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert len(receiver.requests) == 2
+    for row, request in zip(rows, receiver.requests, strict=True):
+        trace_follows(read_trajectory(tmp_path / row["trajectory_file"]), request.spans)
+
+
+def test_run_goes_on_when_the_trace_endpoint_is_down(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:cannot-find",
+         "--task-id", "x-refusal", "--repeats", "3", "--out", "r.json", "--otlp-endpoint", dead],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("Warning:") == 1
+    assert json.loads((tmp_path / "r.json").read_text())["run"]["summary"]["passed"] == 3
