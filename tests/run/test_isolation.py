@@ -143,9 +143,9 @@ def test_concurrent_results_come_out_in_task_order(
     report = execute(prepare(config), lambda row: seen.append((row.task_id, row.attempt)))
     canonical = [(f"t{i}", a) for i in range(8) for a in (1, 2, 3)]
     assert seen == canonical
-    rows = report.document["results"]
-    assert [(r["task_id"], r["attempt"]) for r in rows] == canonical
-    assert [r["answer"] for r in rows] == [f"{t}/{a}" for t, a in canonical]
+    rows = report.rows
+    assert [(r.task_id, r.attempt) for r in rows] == canonical
+    assert [r.answer for r in rows] == [f"{t}/{a}" for t, a in canonical]
     assert [p["task_id"] for p in report.document["per_task"]] == [f"t{i}" for i in range(8)]
 
 
@@ -169,6 +169,6 @@ def test_shuffle_is_seeded(
         )
         report = execute(prepare(config), lambda row, seen=seen: seen.append(row.task_id))
         orders.append(seen)
-        assert [r["task_id"] for r in report.document["results"]] == [f"t{i}" for i in range(6)]
+        assert [r.task_id for r in report.rows] == [f"t{i}" for i in range(6)]
     assert orders[0] == orders[1] != orders[2]
     assert sorted(orders[0]) == [f"t{i}" for i in range(6)]

@@ -54,6 +54,11 @@ class Journal:
 
     def rows(self, order: list[tuple[str, int]]) -> Iterator[AttemptResult]:
         """Journaled rows in ``order``, read back one at a time."""
+        for line in self.lines(order):
+            yield AttemptResult.model_validate_json(line)
+
+    def lines(self, order: list[tuple[str, int]]) -> Iterator[bytes]:
+        """The journaled JSON of each row in ``order``, as written (already redacted)."""
         with self._lock:
             self._handle.flush()
         with self.path.open("rb") as reader:
@@ -62,7 +67,7 @@ class Journal:
                 if offset is None:
                     continue
                 reader.seek(offset)
-                yield AttemptResult.model_validate_json(reader.readline())
+                yield reader.readline().rstrip(b"\n")
 
     def close(self) -> None:
         self._handle.close()

@@ -6,7 +6,7 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,37 @@ def write_json_atomic(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_results(
+    path: Path, head: dict[str, Any], rows: Iterable[bytes], redact: Callable[[str], str]
+) -> int:
+    """Write a results file row by row, atomically; return the number of rows.
+
+    ``rows`` are JSON already redacted (the journal's lines), so a run of any length is
+    written without ever holding all its rows in memory.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({**head, "results": []}, indent=2, ensure_ascii=False)
+    opening, closing = redact(text).rsplit("[]", 1)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(opening.encode("utf-8") + b"[")
+            for row in rows:
+                handle.write(b",\n    " if count else b"\n    ")
+                handle.write(row)
+                count += 1
+            handle.write(b"\n  ]" if count else b"]")
+            handle.write(closing.encode("utf-8") + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
 
 
 def append_labbook(

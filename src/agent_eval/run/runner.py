@@ -9,12 +9,13 @@ second Ctrl-C kills them. Either way the journal and partial results are written
 from __future__ import annotations
 
 import difflib
+import json
 import platform
 import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,11 +28,11 @@ from agent_eval.run.attempt import AttemptPlan, run_attempt
 from agent_eval.run.config import RunConfig
 from agent_eval.run.entry import Agent, load_agent
 from agent_eval.run.journal import JOURNAL_SUFFIX, Journal, journal_path_for, read_header
-from agent_eval.run.outputs import append_labbook, write_json_atomic
+from agent_eval.run.outputs import append_labbook, write_results
 from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
 from agent_eval.run.workspace import workspace_source
-from agent_eval.score.summary import per_task, summarise
+from agent_eval.score.summary import Tally
 from agent_eval.suite import LoadedSuite, load_suite
 
 OnAttempt = Callable[[AttemptResult], None]
@@ -64,16 +65,28 @@ class PreparedRun:
 
 @dataclass
 class RunReport:
-    """What a run produced: the results document (rows read back from the journal)."""
+    """What a run produced: the results file's head (run and per_task), and where its
+    rows are: the results file, or the journal when the run wrote no --out."""
 
     document: dict[str, Any]
+    rows_in: Path
     interrupted: bool = False
     resumed: int = 0
     """Attempts taken from an earlier run instead of being run again."""
 
     @property
     def rows(self) -> list[AttemptResult]:
-        return [AttemptResult.model_validate(r) for r in self.document["results"]]
+        """Every row, read back from disk (the run itself never held them all)."""
+        if self.rows_in.name.endswith(JOURNAL_SUFFIX):
+            order = [(t["task_id"], a) for t in self.document["per_task"]
+                     for a in range(1, t["attempts"] + 1)]  # fmt: skip
+            reader = Journal(self.rows_in, {})
+            try:
+                return list(reader.rows(order))
+            finally:
+                reader.close()
+        rows = json.loads(self.rows_in.read_text(encoding="utf-8"))["results"]
+        return [AttemptResult.model_validate(row) for row in rows]
 
     @property
     def all_passed(self) -> bool:
@@ -186,16 +199,24 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
             prepared.journal_path.unlink(missing_ok=True)
         raise
     journal.close()
-    rows = Journal(prepared.journal_path, {}).rows(prepared.order)
-    document = results_document(prepared, rows, time.perf_counter() - clock, interrupted)
-    document["run"]["warnings"] = dispatch.warnings
-    if config.out is not None:
-        write_json_atomic(config.out, document, redact)
-        if not interrupted and len(document["results"]) == prepared.attempts:
-            prepared.journal_path.unlink(missing_ok=True)
+    reader = Journal(prepared.journal_path, {})
+    try:
+        tally = Tally(config.prices.as_dict())
+        for row in reader.rows(prepared.order):
+            tally.add(row)
+        head = results_head(prepared, tally, time.perf_counter() - clock, interrupted)
+        head["run"]["warnings"] = dispatch.warnings
+        rows_in, written = prepared.journal_path, 0
+        if config.out is not None:
+            written = write_results(config.out, head, reader.lines(prepared.order), redact)
+            rows_in = config.out
+    finally:
+        reader.close()
+    if config.out is not None and not interrupted and written == prepared.attempts:
+        prepared.journal_path.unlink(missing_ok=True)
     if config.labbook is not None and not interrupted:
-        append_labbook(config.labbook, document["run"], redact)
-    return RunReport(document, interrupted, len(resumed))
+        append_labbook(config.labbook, head["run"], redact)
+    return RunReport(head, rows_in, interrupted, len(resumed))
 
 
 def _finished(journal: Journal, key: tuple[str, int]) -> bool:
@@ -241,12 +262,11 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
     }
 
 
-def results_document(
-    prepared: PreparedRun, rows: Iterator[AttemptResult], wall: float, interrupted: bool
+def results_head(
+    prepared: PreparedRun, tally: Tally, wall: float, interrupted: bool
 ) -> dict[str, Any]:
-    """The results file: `run` (with the summary), `per_task` and `results`."""
+    """The results file without its rows: `schema`, `run` (with the summary), `per_task`."""
     config, loaded = prepared.config, prepared.loaded
-    results = list(rows)
     run = {
         "lab": config.lab,
         "run_id": prepared.run_id,
@@ -277,14 +297,9 @@ def results_document(
         "prices": config.prices.as_dict(),
         "options": public_options(config.options),
         "interrupted": interrupted,
-        "summary": summarise(results, config.prices.as_dict()),
+        "summary": tally.summary(),
     }
-    return {
-        "schema": RESULTS_SCHEMA,
-        "run": run,
-        "per_task": per_task(results),
-        "results": [row.model_dump(mode="json") for row in results],
-    }
+    return {"schema": RESULTS_SCHEMA, "run": run, "per_task": tally.per_task()}
 
 
 def _base_options(prepared: PreparedRun) -> dict[str, Any]:

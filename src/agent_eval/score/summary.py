@@ -8,127 +8,164 @@ figures are kept too, under ``exact``, for the statistics.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any
 
 from agent_eval.records import AttemptResult
 
 
-def summarise(rows: Sequence[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:
-    """runs, passed, success_rate, mean/stdev steps and tokens, mean_seconds, totals, cost."""
-    runs = len(rows)
-    passed = sum(row.passed for row in rows)
-    steps = [row.steps for row in rows]
-    tokens = [row.tokens for row in rows]
-    seconds = [row.seconds for row in rows]
-    exact: dict[str, Any] = {
-        "success_rate": passed / runs if runs else None,
-        "mean_steps": statistics.fmean(steps) if runs else None,
-        "mean_tokens": statistics.fmean(tokens) if runs else None,
-        "mean_seconds": statistics.fmean(seconds) if runs else None,
-    }
-    summary: dict[str, Any] = {
-        "runs": runs,
-        "passed": passed,
-        "success_rate": _round(exact["success_rate"], 3),
-        "mean_steps": _round(exact["mean_steps"], 2),
-        "mean_tokens": _round(exact["mean_tokens"], 1),
-        "mean_seconds": _round(exact["mean_seconds"], 1),
-        "total_tokens": sum(tokens),
-    }
-    if runs > 1:
-        exact["stdev_steps"] = statistics.pstdev(steps)
-        exact["stdev_tokens"] = statistics.pstdev(tokens)
-        summary["stdev_steps"] = round(exact["stdev_steps"], 2)
-        summary["stdev_tokens"] = round(exact["stdev_tokens"], 1)
-    classes: dict[str, int] = {}
-    for row in rows:
-        classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
-    summary["failure_classes"] = dict(sorted(classes.items()))
-    summary.update(reliability(rows))
-    summary.update(cost(rows, prices))
-    summary["exact"] = exact
-    return summary
+class Tally:
+    """The summary and per-task view, gathered one row at a time.
 
-
-def reliability(rows: Sequence[AttemptResult]) -> dict[str, Any]:
-    """Usable and model success rates, and what retries changed.
-
-    The usable rate counts every attempt; the model rate leaves out attempts whose
-    endpoint failed even after retries, because those say nothing about the agent. The
-    first-try rate counts an attempt that needed a retry as failed, so a reader can see
-    how much the figure owes to retries.
+    Memory stays flat however many attempts a run has: integer sums (exact, so the
+    stdevs match the course's to the last digit it prints) and one small record per task.
     """
-    runs = len(rows)
-    passed = sum(row.passed for row in rows)
-    infra = sum(row.failure_class == "infra_error" for row in rows)
-    retried = sum(row.infra_retries > 0 for row in rows)
-    first_try = sum(row.passed and row.infra_retries == 0 for row in rows)
-    model_runs = runs - infra
-    return {
-        "usable_success_rate": _round(passed / runs if runs else None, 3),
-        "model_success_rate": _round(passed / model_runs if model_runs else None, 3),
-        "model_runs": model_runs,
-        "infra_errors": infra,
-        "retried_attempts": retried,
-        "first_try_success_rate": _round(first_try / runs if runs else None, 3),
-    }
+
+    def __init__(self, prices: dict[str, float | None]) -> None:
+        self.prices = prices
+        self.runs = self.passed = self.infra = self.retried = self.first_try = 0
+        self.steps = self.steps_sq = self.tokens = self.tokens_sq = 0
+        self.seconds = Fraction(0)
+        self.classes: Counter[str] = Counter()
+        self.priced = Fraction(0)
+        self.unsplit = 0
+        self.tasks: dict[str, dict[str, Any]] = {}
+
+    def add(self, row: AttemptResult) -> None:
+        self.runs += 1
+        self.passed += row.passed
+        self.steps += row.steps
+        self.steps_sq += row.steps * row.steps
+        self.tokens += row.tokens
+        self.tokens_sq += row.tokens * row.tokens
+        self.seconds += Fraction(row.seconds)
+        self.classes[row.failure_class] += 1
+        self.infra += row.failure_class == "infra_error"
+        self.retried += row.infra_retries > 0
+        self.first_try += row.passed and row.infra_retries == 0
+        if row.prompt_tokens is None or row.completion_tokens is None:
+            self.unsplit += 1
+        else:
+            self.priced += Fraction(row.prompt_tokens) * Fraction(
+                self.prices.get("input_per_million") or 0.0
+            ) + Fraction(row.completion_tokens) * Fraction(
+                self.prices.get("output_per_million") or 0.0
+            )
+        task = self.tasks.get(row.task_id)
+        if task is None:
+            task = self.tasks[row.task_id] = {
+                "task_id": row.task_id, "category": row.category, "attempts": 0,
+                "successes": 0, "min_steps": row.steps, "max_steps": row.steps,
+                "min_tokens": row.tokens, "max_tokens": row.tokens, "first_failure": None,
+            }  # fmt: skip
+        task["attempts"] += 1
+        task["successes"] += row.passed
+        task["min_steps"] = min(task["min_steps"], row.steps)
+        task["max_steps"] = max(task["max_steps"], row.steps)
+        task["min_tokens"] = min(task["min_tokens"], row.tokens)
+        task["max_tokens"] = max(task["max_tokens"], row.tokens)
+        if not row.passed and task["first_failure"] is None:
+            task["first_failure"] = describe_failure(row)
+
+    def summary(self) -> dict[str, Any]:
+        """runs, passed, success_rate, mean/stdev steps and tokens, mean_seconds, cost."""
+        runs = self.runs
+        exact: dict[str, Any] = {
+            "success_rate": self.passed / runs if runs else None,
+            "mean_steps": self.steps / runs if runs else None,
+            "mean_tokens": self.tokens / runs if runs else None,
+            "mean_seconds": float(self.seconds / runs) if runs else None,
+        }
+        summary: dict[str, Any] = {
+            "runs": runs,
+            "passed": self.passed,
+            "success_rate": _round(exact["success_rate"], 3),
+            "mean_steps": _round(exact["mean_steps"], 2),
+            "mean_tokens": _round(exact["mean_tokens"], 1),
+            "mean_seconds": _round(exact["mean_seconds"], 1),
+            "total_tokens": self.tokens,
+        }
+        if runs > 1:
+            exact["stdev_steps"] = _pstdev(runs, self.steps, self.steps_sq)
+            exact["stdev_tokens"] = _pstdev(runs, self.tokens, self.tokens_sq)
+            summary["stdev_steps"] = round(exact["stdev_steps"], 2)
+            summary["stdev_tokens"] = round(exact["stdev_tokens"], 1)
+        summary["failure_classes"] = dict(sorted(self.classes.items()))
+        summary.update(self._reliability())
+        summary.update(self._cost())
+        summary["exact"] = exact
+        return summary
+
+    def per_task(self) -> list[dict[str, Any]]:
+        """One entry per task in first-seen order: attempts, successes, extremes, pass^k."""
+        view = []
+        for task in self.tasks.values():
+            n, c = task["attempts"], task["successes"]
+            pass_hat = {str(k): math.comb(c, k) / math.comb(n, k) for k in range(1, n + 1)}
+            view.append({**task, "success_rate": round(c / n, 3), "pass_hat_k": pass_hat})
+        return view
+
+    def _reliability(self) -> dict[str, Any]:
+        """Usable and model success rates, and what retries changed.
+
+        The usable rate counts every attempt; the model rate leaves out attempts whose
+        endpoint failed even after retries, because those say nothing about the agent.
+        The first-try rate counts an attempt that needed a retry as failed, so a reader
+        can see how much the figure owes to retries.
+        """
+        runs, model_runs = self.runs, self.runs - self.infra
+        return {
+            "usable_success_rate": _round(self.passed / runs if runs else None, 3),
+            "model_success_rate": _round(self.passed / model_runs if model_runs else None, 3),
+            "model_runs": model_runs,
+            "infra_errors": self.infra,
+            "retried_attempts": self.retried,
+            "first_try_success_rate": _round(self.first_try / runs if runs else None, 3),
+        }
+
+    def _cost(self) -> dict[str, Any]:
+        """Cost from the user's own price only; never an invented one.
+
+        With separate input and output prices, attempts that did not report the split
+        are counted and left out of the total rather than guessed.
+        """
+        flat = self.prices.get("per_million")
+        total: float | None = None
+        unsplit = 0
+        if flat is not None:
+            total = self.tokens * flat / 1e6
+        elif self.prices.get("input_per_million") is not None or self.prices.get(
+            "output_per_million"
+        ) is not None:
+            total, unsplit = float(self.priced / 1_000_000), self.unsplit
+        per_task = total / self.runs if total is not None and self.runs else None
+        return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
 
 
-def cost(rows: Sequence[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:
-    """Cost from the user's own price only; never an invented one.
-
-    With separate input and output prices, attempts that did not report the split are
-    counted and left out of the total rather than guessed.
-    """
-    flat, price_in, price_out = (
-        prices.get("per_million"),
-        prices.get("input_per_million"),
-        prices.get("output_per_million"),
-    )
-    total: float | None = None
-    unsplit = 0
-    if flat is not None:
-        total = sum(row.tokens for row in rows) * flat / 1e6
-    elif price_in is not None or price_out is not None:
-        total = 0.0
-        for row in rows:
-            if row.prompt_tokens is None or row.completion_tokens is None:
-                unsplit += 1
-                continue
-            total += row.prompt_tokens * (price_in or 0.0) / 1e6
-            total += row.completion_tokens * (price_out or 0.0) / 1e6
-    per_task = total / len(rows) if total is not None and rows else None
-    return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
-
-
-def per_task(rows: Sequence[AttemptResult]) -> list[dict[str, Any]]:
-    """One entry per task in first-seen order: attempts, successes, extremes, pass^k."""
-    by_task: dict[str, list[AttemptResult]] = {}
+def summarise(rows: Iterable[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:
+    """The run summary of ``rows``."""
+    tally = Tally(prices)
     for row in rows:
-        by_task.setdefault(row.task_id, []).append(row)
-    view = []
-    for task_id, attempts in by_task.items():
-        n = len(attempts)
-        c = sum(a.passed for a in attempts)
-        failed = next((a for a in attempts if not a.passed), None)
-        view.append(
-            {
-                "task_id": task_id,
-                "category": attempts[0].category,
-                "attempts": n,
-                "successes": c,
-                "success_rate": round(c / n, 3),
-                "min_steps": min(a.steps for a in attempts),
-                "max_steps": max(a.steps for a in attempts),
-                "min_tokens": min(a.tokens for a in attempts),
-                "max_tokens": max(a.tokens for a in attempts),
-                "first_failure": describe_failure(failed) if failed else None,
-                "pass_hat_k": {str(k): math.comb(c, k) / math.comb(n, k) for k in range(1, n + 1)},
-            }
-        )
-    return view
+        tally.add(row)
+    return tally.summary()
+
+
+def per_task(rows: Iterable[AttemptResult]) -> list[dict[str, Any]]:
+    """The per-task view of ``rows``."""
+    tally = Tally({})
+    for row in rows:
+        tally.add(row)
+    return tally.per_task()
+
+
+def cost(rows: Iterable[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:
+    """The cost of ``rows`` at the user's prices (see Tally._cost)."""
+    tally = Tally(prices)
+    for row in rows:
+        tally.add(row)
+    return tally._cost()
 
 
 def describe_failure(row: AttemptResult) -> str:
@@ -155,3 +192,9 @@ def describe_failure(row: AttemptResult) -> str:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def _pstdev(n: int, total: int, squares: int) -> float:
+    """Population stdev from exact integer sums: the variance is exact, one rounding."""
+    variance = Fraction(n * squares - total * total, n * n)
+    return math.sqrt(variance)
