@@ -103,7 +103,7 @@ class Tally:
         view = []
         for task in self.tasks.values():
             n, c = task["attempts"], task["successes"]
-            pass_hat = {str(k): math.comb(c, k) / math.comb(n, k) for k in range(1, n + 1)}
+            pass_hat = _pass_hat_k(n, c)
             view.append({**task, "success_rate": round(c / n, 3), "pass_hat_k": pass_hat})
         return view
 
@@ -192,6 +192,15 @@ def describe_failure(row: AttemptResult) -> str:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def _pass_hat_k(n: int, c: int) -> dict[str, float]:
+    """pass^k = C(c,k)/C(n,k) for k = 1..n, as a running product: no huge integers."""
+    values, running = {}, 1.0
+    for k in range(1, n + 1):
+        running *= max(c - k + 1, 0) / (n - k + 1)
+        values[str(k)] = running
+    return values
 
 
 def _pstdev(n: int, total: int, squares: int) -> float:
