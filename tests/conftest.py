@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agent_eval.models.mock_script import parse_script
+from agent_eval.models.mock_server import MockModelServer
 
 
 @pytest.fixture
@@ -34,3 +37,18 @@ def write_agent(tmp_path: Path) -> Callable[[str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def mock_model() -> Iterator[Callable[..., MockModelServer]]:
+    """Start scripted servers from script dicts; every one is stopped after the test."""
+    started: list[MockModelServer] = []
+
+    def start(script: dict[str, Any], **options: Any) -> MockModelServer:
+        server = MockModelServer(parse_script(script), **options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

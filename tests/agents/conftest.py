@@ -1,14 +1,16 @@
-"""Fixtures for the reference agents: a small workspace and real scripted servers."""
+"""Fixtures for the reference agents: a small workspace and the options the harness passes.
+
+Scripted model servers come from the `mock_model` fixture in tests/conftest.py.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
 
 
@@ -27,21 +29,6 @@ def docs_workspace(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return workspace
-
-
-@pytest.fixture
-def scripted() -> Iterator[Callable[..., MockModelServer]]:
-    """Start scripted servers from script dicts; every one is stopped after the test."""
-    started: list[MockModelServer] = []
-
-    def start(script: dict[str, Any], **options: Any) -> MockModelServer:
-        server = MockModelServer(parse_script(script), **options).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The framework adapters in examples/frameworks against the scripted server.
+"""The framework adapters in examples/frameworks against the scripted model server.
 
 Each adapter must map its framework's run record to our trajectory records: the tool
 calls with their arguments and errors, and the token counts the server reported.
@@ -71,10 +71,10 @@ def adapter(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
 
 def test_the_mapped_trajectory_has_the_tool_calls_errors_and_tokens(
     adapter: ModuleType,
-    scripted: Callable[..., MockModelServer],
+    mock_model: Callable[..., MockModelServer],
     agent_options: Callable[..., dict[str, Any]],
 ) -> None:
-    server = scripted(SCRIPT)
+    server = mock_model(SCRIPT)
     result = adapter.run_task("When is the lamp lit?", agent_options(server, max_steps=10))
     assert result["answer"] == ANSWER
     assert result["stopped"] == "finished"
@@ -108,11 +108,11 @@ def test_the_mapped_trajectory_has_the_tool_calls_errors_and_tokens(
 
 def test_our_step_budget_stops_the_framework(
     adapter: ModuleType,
-    scripted: Callable[..., MockModelServer],
+    mock_model: Callable[..., MockModelServer],
     agent_options: Callable[..., dict[str, Any]],
 ) -> None:
     looping = {"default": SCRIPT["rules"][2]["reply"]}
-    server = scripted(looping)
+    server = mock_model(looping)
     result = adapter.run_task("When is the lamp lit?", agent_options(server, max_steps=4))
     assert result["stopped"] == "turn_limit"
     assert result["steps"] == 4
@@ -120,9 +120,9 @@ def test_our_step_budget_stops_the_framework(
 
 
 def test_an_adapter_runs_through_the_cli(
-    adapter: ModuleType, scripted: Callable[..., MockModelServer], tmp_path: Path
+    adapter: ModuleType, mock_model: Callable[..., MockModelServer], tmp_path: Path
 ) -> None:
-    server = scripted(
+    server = mock_model(
         {
             "rules": [
                 {"turn": 0, "reply": {"tool_calls": [

@@ -1,4 +1,4 @@
-"""builtin:minimal against the scripted server, in native and JSON-action mode."""
+"""builtin:minimal against the mock_model server, in native and JSON-action mode."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ TOOL_KEYS = {"type", "tool", "args", "error", "result", "seconds"}
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
-    """A scripted reply that calls one tool."""
+    """A mock_model reply that calls one tool."""
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
@@ -59,9 +59,9 @@ def test_registered_as_builtin() -> None:
 
 
 @MODES
-def test_search_then_finish(scripted: Start, agent_options: Options, mode: str) -> None:
+def test_search_then_finish(mock_model: Start, agent_options: Options, mode: str) -> None:
     replies = [call("search_documents", query="lamp lit"), {"content": "At 19:00."}]
-    server = scripted({"replies": replies})
+    server = mock_model({"replies": replies})
     result = run(agent_options(server, mode, max_steps=6))
     assert (result["answer"], result["stopped"], result["steps"]) == ("At 19:00.", "finished", 3)
     model, tool, final, stop = result["trajectory"]
@@ -85,9 +85,9 @@ def test_search_then_finish(scripted: Start, agent_options: Options, mode: str) 
 
 
 @MODES
-def test_tool_errors_are_observations(scripted: Start, agent_options: Options, mode: str) -> None:
+def test_tool_errors_are_observations(mock_model: Start, agent_options: Options, mode: str) -> None:
     replies = [call("read_file", path="../secret"), call("write_file", path="x", content="y")]
-    server = scripted({"replies": [*replies, {"content": "Could not read it."}]})
+    server = mock_model({"replies": [*replies, {"content": "Could not read it."}]})
     result = run(agent_options(server, mode))
     tools = [r for r in result["trajectory"] if r["type"] == "tool"]
     assert [(t["tool"], t["error"]) for t in tools] == [("read_file", True), ("write_file", True)]
@@ -96,17 +96,17 @@ def test_tool_errors_are_observations(scripted: Start, agent_options: Options, m
 
 
 def test_json_mode_re_asks_after_a_reply_that_is_no_action(
-    scripted: Start, agent_options: Options
+    mock_model: Start, agent_options: Options
 ) -> None:
-    server = scripted({"replies": [{"json": {"thought": "hmm"}}, {"content": "At 19:00."}]})
+    server = mock_model({"replies": [{"json": {"thought": "hmm"}}, {"content": "At 19:00."}]})
     result = run(agent_options(server, "json"))
     assert (result["answer"], result["steps"]) == ("At 19:00.", 2)
     assert server.request_count == 2
 
 
 @MODES
-def test_turn_limit(scripted: Start, agent_options: Options, mode: str) -> None:
-    server = scripted({"replies": searches(10)})
+def test_turn_limit(mock_model: Start, agent_options: Options, mode: str) -> None:
+    server = mock_model({"replies": searches(10)})
     result = run(agent_options(server, mode, max_steps=4))
     assert result["stopped"] == "turn_limit"
     assert result["steps"] <= 4 and result["answer"] == ""
@@ -114,24 +114,24 @@ def test_turn_limit(scripted: Start, agent_options: Options, mode: str) -> None:
 
 
 @MODES
-def test_token_budget(scripted: Start, agent_options: Options, mode: str) -> None:
+def test_token_budget(mock_model: Start, agent_options: Options, mode: str) -> None:
     usage = {"prompt_tokens": 400, "completion_tokens": 200}
-    server = scripted({"default": {**call("search_documents", query="x"), "usage": usage}})
+    server = mock_model({"default": {**call("search_documents", query="x"), "usage": usage}})
     result = run(agent_options(server, mode, max_tokens=500))
     assert (result["stopped"], result["tokens"], result["steps"]) == ("token_budget", 600, 1)
 
 
 @MODES
-def test_time_budget(scripted: Start, agent_options: Options, mode: str) -> None:
-    server = scripted({"replies": searches(20)}, latency=0.15)
+def test_time_budget(mock_model: Start, agent_options: Options, mode: str) -> None:
+    server = mock_model({"replies": searches(20)}, latency=0.15)
     result = run(agent_options(server, mode, max_seconds=0.4))
     assert result["stopped"] == "time_budget"
     assert 1 <= server.request_count <= 4
 
 
 @MODES
-def test_repeated_call(scripted: Start, agent_options: Options, mode: str) -> None:
-    server = scripted({"default": call("search_documents", query="lamp")})
+def test_repeated_call(mock_model: Start, agent_options: Options, mode: str) -> None:
+    server = mock_model({"default": call("search_documents", query="lamp")})
     result = run(agent_options(server, mode))
     assert result["stopped"] == "repeated_call"
     tools = [r for r in result["trajectory"] if r["type"] == "tool"]
@@ -141,9 +141,9 @@ def test_repeated_call(scripted: Start, agent_options: Options, mode: str) -> No
 
 @MODES
 def test_model_error_is_reported_as_infra(
-    scripted: Start, agent_options: Options, mode: str
+    mock_model: Start, agent_options: Options, mode: str
 ) -> None:
-    server = scripted({"replies": [call("search_documents", query="lamp"), {"fault": "503"}]})
+    server = mock_model({"replies": [call("search_documents", query="lamp"), {"fault": "503"}]})
     result = run(agent_options(server, mode))
     assert result["stopped"] == "model_error"
     assert result["infra_error"] == {"kind": "server", "retry_after": None}
@@ -152,9 +152,9 @@ def test_model_error_is_reported_as_infra(
 
 
 def test_rate_limit_and_connection_refused_are_infra(
-    scripted: Start, agent_options: Options
+    mock_model: Start, agent_options: Options
 ) -> None:
-    server = scripted({"replies": [{"fault": "429"}]})
+    server = mock_model({"replies": [{"fault": "429"}]})
     assert run(agent_options(server))["infra_error"] == {"kind": "rate_limit", "retry_after": 1.0}
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -163,25 +163,25 @@ def test_rate_limit_and_connection_refused_are_infra(
     assert (result["stopped"], result["infra_error"]["kind"]) == ("model_error", "connection")
 
 
-def test_a_bad_tool_mode_is_a_config_error(scripted: Start, agent_options: Options) -> None:
+def test_a_bad_tool_mode_is_a_config_error(mock_model: Start, agent_options: Options) -> None:
     with pytest.raises(ConfigError, match="tool_mode"):
         minimal.run_task("x", {**agent_options("http://127.0.0.1:9/v1"), "tool_mode": "xml"})
 
 
 def test_write_tools_only_when_granted(
-    scripted: Start, agent_options: Options, docs_workspace: Path
+    mock_model: Start, agent_options: Options, docs_workspace: Path
 ) -> None:
     replies = [call("write_file", path="notes.md", content="hello"), {"content": "Written."}]
-    server = scripted({"replies": replies})
+    server = mock_model({"replies": replies})
     result = run({**agent_options(server), "tools": ["write_file"]})
     tool = next(r for r in result["trajectory"] if r["type"] == "tool")
     assert (tool["tool"], tool["error"], result["stopped"]) == ("write_file", False, "finished")
     assert (docs_workspace / "notes.md").read_text(encoding="utf-8") == "hello"
 
 
-def test_parallel_attempts_are_identical(scripted: Start, agent_options: Options) -> None:
+def test_parallel_attempts_are_identical(mock_model: Start, agent_options: Options) -> None:
     replies = [call("search_documents", query="lamp"), call("read_file", path="keepers.md")]
-    server = scripted({"replies": [*replies, {"content": "Ada Brand."}]})
+    server = mock_model({"replies": [*replies, {"content": "Ada Brand."}]})
     results: list[dict[str, Any]] = []
 
     def attempt() -> None:

@@ -1,4 +1,4 @@
-"""builtin:multi-agent against the scripted server: roles, routes, verification, stops."""
+"""builtin:multi-agent against the mock_model server: roles, routes, verification, stops."""
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def test_registered_as_builtin() -> None:
 
 
 @MODES
-def test_four_roles_answer_and_verify(scripted: Start, agent_options: Options, mode: str) -> None:
-    server = scripted(script())
+def test_four_roles_answer_and_verify(mock_model: Start, agent_options: Options, mode: str) -> None:
+    server = mock_model(script())
     result = run(agent_options(server, mode, max_steps=8))
     assert (result["answer"], result["stopped"]) == ("The lamp is lit at 19:00.", "finished")
     roles = [r["role"] for r in records(result, "model")]
@@ -81,9 +81,9 @@ def test_four_roles_answer_and_verify(scripted: Start, agent_options: Options, m
 
 @MODES
 def test_unparseable_router_reply_falls_back(
-    scripted: Start, agent_options: Options, mode: str
+    mock_model: Start, agent_options: Options, mode: str
 ) -> None:
-    server = scripted(script(router={"content": "I would search, probably."}))
+    server = mock_model(script(router={"content": "I would search, probably."}))
     result = run(agent_options(server, mode))
     (route,) = records(result, "route")
     assert route["route"] == "search"
@@ -91,32 +91,32 @@ def test_unparseable_router_reply_falls_back(
     assert result["stopped"] == "finished"
 
 
-def test_router_model_falls_back_to_the_model(scripted: Start, agent_options: Options) -> None:
-    server = scripted(script())
+def test_router_model_falls_back_to_the_model(mock_model: Start, agent_options: Options) -> None:
+    server = mock_model(script())
     result = run({**agent_options(server), "router_model": None})
     assert records(result, "model")[0]["model"] == "mock-main"
 
 
 @MODES
 def test_unsupported_answer_becomes_honest(
-    scripted: Start, agent_options: Options, mode: str
+    mock_model: Start, agent_options: Options, mode: str
 ) -> None:
     verdict = {"json": {"supported": False, "answer": "The lamp is lit at 19:00."}}
-    server = scripted(script(verdict=verdict))
+    server = mock_model(script(verdict=verdict))
     result = run(agent_options(server, mode))
     assert result["answer"] == "The documents do not say."
     assert "unsupported" in records(result, "stop")[0]["detail"]
 
 
-def test_verifier_revision_keeps_supported_facts(scripted: Start, agent_options: Options) -> None:
+def test_verifier_revision_keeps_supported_facts(mock_model: Start, agent_options: Options) -> None:
     verdict = {"json": {"supported": False, "answer": "The lamp is lit at 19:00."}}
-    server = scripted(script(answer={"content": "At 19:00, by Ada."}, verdict=verdict))
+    server = mock_model(script(answer={"content": "At 19:00, by Ada."}, verdict=verdict))
     result = run(agent_options(server))
     assert result["answer"] == "The lamp is lit at 19:00. The documents do not say more than that."
 
 
-def test_unreadable_verdict_keeps_the_answer(scripted: Start, agent_options: Options) -> None:
-    server = scripted(script(verdict={"content": "looks fine"}))
+def test_unreadable_verdict_keeps_the_answer(mock_model: Start, agent_options: Options) -> None:
+    server = mock_model(script(verdict={"content": "looks fine"}))
     result = run(agent_options(server))
     assert result["answer"] == "The lamp is lit at 19:00."
     assert "could not be read" in records(result, "stop")[0]["detail"]
@@ -124,9 +124,9 @@ def test_unreadable_verdict_keeps_the_answer(scripted: Start, agent_options: Opt
 
 @MODES
 def test_researcher_out_of_steps_hands_over(
-    scripted: Start, agent_options: Options, mode: str
+    mock_model: Start, agent_options: Options, mode: str
 ) -> None:
-    server = scripted(script(research=[SEARCH] * 10))
+    server = mock_model(script(research=[SEARCH] * 10))
     result = run(agent_options(server, mode, max_steps=5))
     assert (result["stopped"], result["answer"]) == ("finished", "The lamp is lit at 19:00.")
     assert [r["role"] for r in records(result, "model")] == [
@@ -138,38 +138,38 @@ def test_researcher_out_of_steps_hands_over(
     assert "researcher ran out of steps" in records(result, "stop")[0]["detail"]
 
 
-def test_turn_limit(scripted: Start, agent_options: Options) -> None:
-    server = scripted(script())
+def test_turn_limit(mock_model: Start, agent_options: Options) -> None:
+    server = mock_model(script())
     result = run(agent_options(server, max_steps=1))
     assert (result["stopped"], result["steps"], result["answer"]) == ("turn_limit", 1, "")
 
 
 @MODES
-def test_token_budget(scripted: Start, agent_options: Options, mode: str) -> None:
+def test_token_budget(mock_model: Start, agent_options: Options, mode: str) -> None:
     usage = {"prompt_tokens": 900, "completion_tokens": 100}
-    server = scripted(script(router={**ROUTER, "usage": usage}))
+    server = mock_model(script(router={**ROUTER, "usage": usage}))
     result = run(agent_options(server, mode, max_tokens=1000))
     assert (result["stopped"], result["tokens"]) == ("token_budget", 1000)
     assert result["roles"] == {"router": 1000}
 
 
-def test_time_budget(scripted: Start, agent_options: Options) -> None:
-    server = scripted(script(research=[SEARCH] * 10), latency=0.2)
+def test_time_budget(mock_model: Start, agent_options: Options) -> None:
+    server = mock_model(script(research=[SEARCH] * 10), latency=0.2)
     result = run(agent_options(server, max_seconds=0.3))
     assert result["stopped"] == "time_budget"
 
 
 @MODES
-def test_repeated_call(scripted: Start, agent_options: Options, mode: str) -> None:
-    server = scripted(script(research=[SEARCH] * 10))
+def test_repeated_call(mock_model: Start, agent_options: Options, mode: str) -> None:
+    server = mock_model(script(research=[SEARCH] * 10))
     result = run(agent_options(server, mode, max_steps=20))
     assert result["stopped"] == "repeated_call"
     assert len(records(result, "tool")) == 2
 
 
 @MODES
-def test_model_error_in_a_later_role(scripted: Start, agent_options: Options, mode: str) -> None:
-    server = scripted(script(answer={"fault": "malformed"}))
+def test_model_error_in_a_later_role(mock_model: Start, agent_options: Options, mode: str) -> None:
+    server = mock_model(script(answer={"fault": "malformed"}))
     result = run(agent_options(server, mode))
     assert result["stopped"] == "model_error"
     assert result["infra_error"]["kind"] == "bad_reply"

@@ -1,4 +1,4 @@
-"""The Node.js example agent, run through the real CLI against the scripted server."""
+"""The Node.js example agent, run through the real CLI against the mock_model server."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ def run_cli(
 
 
 def test_node_agent_answers_with_tools_and_a_full_trajectory(
-    scripted: Callable[..., MockModelServer], tmp_path: Path
+    mock_model: Callable[..., MockModelServer], tmp_path: Path
 ) -> None:
-    server = scripted(SCRIPT)
+    server = mock_model(SCRIPT)
     done = run_cli(server, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -89,10 +89,10 @@ def test_node_agent_answers_with_tools_and_a_full_trajectory(
 
 
 def test_node_agent_stops_at_its_step_limit(
-    scripted: Callable[..., MockModelServer], tmp_path: Path
+    mock_model: Callable[..., MockModelServer], tmp_path: Path
 ) -> None:
     looping = {"default": SCRIPT["replies"][0]}
-    server = scripted(looping)
+    server = mock_model(looping)
     run_cli(server, tmp_path)
     (row,) = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["results"]
     # r-backup-window allows 6 steps; the third identical search is a repeated call.

@@ -6,32 +6,38 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
-def write_json_atomic(
-    path: Path, document: dict[str, Any], redact: Callable[[str], str] | None = None
-) -> None:
-    """Write to a temporary file in the same folder, flush, then rename over the target.
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """Write to a temporary file in the same folder, flush, then rename over ``path``.
 
     A crash leaves either the old file or the new one, never half of one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(document, indent=2, ensure_ascii=False)
-    if redact is not None:
-        text = redact(text)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(
+    path: Path, document: dict[str, Any], redact: Callable[[str], str] | None = None
+) -> None:
+    """Write a JSON document atomically, redacted when ``redact`` is given."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    with atomic_file(path) as handle:
+        handle.write((redact(text) if redact else text).encode("utf-8") + b"\n")
 
 
 def write_results(
@@ -42,26 +48,16 @@ def write_results(
     ``rows`` are JSON already redacted (the journal's lines), so a run of any length is
     written without ever holding all its rows in memory.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({**head, "results": []}, indent=2, ensure_ascii=False)
     opening, closing = redact(text).rsplit("[]", 1)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     count = 0
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(opening.encode("utf-8") + b"[")
-            for row in rows:
-                handle.write(b",\n    " if count else b"\n    ")
-                handle.write(row)
-                count += 1
-            handle.write(b"\n  ]" if count else b"]")
-            handle.write(closing.encode("utf-8") + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as handle:
+        handle.write(opening.encode("utf-8") + b"[")
+        for row in rows:
+            handle.write(b",\n    " if count else b"\n    ")
+            handle.write(row)
+            count += 1
+        handle.write((b"\n  ]" if count else b"]") + closing.encode("utf-8") + b"\n")
     return count
 
 
