@@ -100,6 +100,9 @@ class Rule(_Strict):
     """Regex searched in the requested model name."""
     turn: int | None = Field(default=None, ge=0)
     """Only at this turn (number of assistant messages already in the request)."""
+    times: int | None = Field(default=None, ge=1)
+    """Answer at most this many requests, then step aside: "the first two calls get a
+    500" makes an intermittent fault exact."""
     reply: Reply
     """What to answer when the rule matches."""
 
@@ -115,8 +118,9 @@ class Rule(_Strict):
 
     @model_validator(mode="after")
     def _has_condition(self) -> Rule:
-        if all(getattr(self, k) is None for k in ("match", "task", "system", "model", "turn")):
-            raise ValueError("a rule needs a condition: match, task, system, model or turn")
+        conditions = ("match", "task", "system", "model", "turn", "times")
+        if all(getattr(self, k) is None for k in conditions):
+            raise ValueError("a rule needs a condition: match, task, system, model, turn or times")
         return self
 
     def applies(self, messages: list[dict[str, Any]], model: str, turn: int) -> bool:
@@ -144,11 +148,21 @@ class Script(_Strict):
     default: Reply | None = None
     """Answers when no rule matches and the turn is past the replies."""
 
-    def choose(self, messages: list[dict[str, Any]], model: str) -> tuple[int, Reply | None]:
-        """Return the request's turn and its reply (None when the script has none)."""
+    def choose(
+        self, messages: list[dict[str, Any]], model: str, used: dict[int, int] | None = None
+    ) -> tuple[int, Reply | None]:
+        """Return the request's turn and its reply (None when the script has none).
+
+        ``used`` counts how many requests each rule has answered, for rules with
+        ``times``; the caller keeps it across requests (and serialises access).
+        """
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        for rule in self.rules:
+        for number, rule in enumerate(self.rules):
             if rule.applies(messages, model, turn):
+                if rule.times is not None:
+                    if used is None or used.get(number, 0) >= rule.times:
+                        continue
+                    used[number] = used.get(number, 0) + 1
                 return turn, rule.reply
         if turn < len(self.replies):
             return turn, self.replies[turn]

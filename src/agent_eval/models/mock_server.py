@@ -59,6 +59,7 @@ class MockModelServer:
         self.requests: list[dict[str, Any]] = []
         """One entry per chat request: model, turn and the fault injected, if any."""
         self._random = random.Random(seed)
+        self._used: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = _Server((host, port), _Handler)
@@ -117,7 +118,8 @@ class MockModelServer:
         if request.get("stream"):
             return _error(400, "the scripted model server does not stream; send stream=false")
         model = str(request.get("model", ""))
-        turn, reply = self.script.choose(messages, model)
+        with self._lock:
+            turn, reply = self.script.choose(messages, model, self._used)
         fault: str | None = reply.fault if reply is not None else None
         with self._lock:
             if fault is None and self.fault_rate and self._random.random() < self.fault_rate:
