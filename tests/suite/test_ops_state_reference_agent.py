@@ -1,0 +1,61 @@
+"""The reference agent on ops-state against the scripted server: judged by the world."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from agent_eval.models.mock_server import MockModelServer
+from agent_eval.records import AttemptResult
+from agent_eval.run.config import RunConfig
+from agent_eval.run.runner import execute, prepare
+
+RUNBOOK = "src/agent_eval/suites/ops-state/workspace/service-runbook.md"
+
+
+def script(new: str) -> dict[str, object]:
+    """Read the runbook, replace its retention line with ``new``, then claim success."""
+    lines = [x for x in Path(RUNBOOK).read_text().splitlines() if "28 days" in x]
+    calls = [{"name": "read_file", "arguments": {"path": "service-runbook.md"}}]
+    calls += [
+        {"name": "edit_file",
+         "arguments": {"path": "service-runbook.md", "old": line,
+                       "new": line.replace("28 days", new)}}
+        for line in lines
+    ]  # fmt: skip
+    return {
+        "replies": [{"tool_calls": [call]} for call in calls]
+        + [{"content": "Done: the runbook now says 30 days."}]
+    }
+
+
+def run(tmp_path: Path, server: MockModelServer) -> list[AttemptResult]:
+    config = RunConfig(
+        agent="builtin:minimal", tasks="ops-state", task_ids=("retention-edit",),
+        base_url=server.base_url, model="mock", out=tmp_path / "r.json",
+        trajectory_dir=tmp_path / "traj",
+    )  # fmt: skip
+    return execute(prepare(config)).rows
+
+
+def test_the_agent_that_edits_the_runbook_passes(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    (row,) = run(tmp_path, mock_model(script("30 days")))
+    assert row.passed, row.checks.state
+    assert row.changed_files == ["M service-runbook.md"]
+    assert [o.ok for o in row.checks.state] == [True, True, True, True]
+
+
+def test_the_agent_that_only_says_it_did_fails(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    (row,) = run(tmp_path, mock_model({"replies": [{"content": "Done: it says 30 days."}]}))
+    assert not row.passed
+    assert row.failure_class == "wrong_answer"
+    failed = [o.name for o in row.checks.state if not o.ok]
+    assert failed == [
+        "file service-runbook.md contains '30 days'",
+        "file service-runbook.md does not contain '28 days'",
+    ]
+    assert row.changed_files == []
