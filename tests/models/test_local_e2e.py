@@ -1,0 +1,67 @@
+"""A real agent on the real embedded model, end to end: short enough for every CI run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip(
+    "llama_cpp", reason="the local extra is not installed: pip install -e '.[local]'"
+)
+
+from agent_eval.models.local_server import LocalModelServer
+
+STOPS = {"finished", "turn_limit", "token_budget", "time_budget", "repeated_call"}
+
+
+@pytest.fixture(scope="module")
+def local_model() -> Iterator[LocalModelServer]:
+    with LocalModelServer(port=0, n_ctx=4096) as server:
+        yield server
+
+
+def test_minimal_agent_on_the_local_model(local_model: LocalModelServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
+         "--task-id", "r-gateway-port", "--base-url", local_model.base_url,
+         "--model", "local/answer", "--option", "tool_mode=json",
+         "--option", "reply_tokens=48", "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode in (0, 2), done.stderr  # 2: measured, and the 270M model failed
+    (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert row["failure_class"] in ("passed", "wrong_answer", "over_budget"), row["error"]
+    records = [json.loads(line) for line in (tmp_path / row["trajectory_file"]).open()]
+    models = [r for r in records if r.get("type") == "model"]
+    assert models and all(r["model"] == "local/answer" for r in models)
+    assert all(r["prompt_tokens"] > 0 and r["completion_tokens"] > 0 for r in models)
+    assert row["tokens"] == sum(r["prompt_tokens"] + r["completion_tokens"] for r in models)
+    (stop,) = [r for r in records if r.get("type") == "stop"]
+    assert stop["reason"] in STOPS
+    assert records[-1]["type"] == "score"
+
+
+@pytest.mark.slow
+def test_the_demo_measures_both_agents(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "demo", "--task-id", "r-gateway-port",
+         "--repeats", "1", "--parallel", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "measuring gemma-3-270m-q4_k_m.gguf (Q4_K_M) on llama.cpp via llama-cpp-python" in (
+        done.stdout
+    )
+    out = tmp_path / "demo-out"
+    assert sorted(p.name for p in out.glob("results-*")) == [
+        "results-minimal.html", "results-minimal.json",
+        "results-multi-agent.html", "results-multi-agent.json",
+    ]  # fmt: skip
+    assert len((out / "labbook.jsonl").read_text().splitlines()) == 2
+    run = json.loads((out / "results-minimal.json").read_text())["run"]
+    assert (run["quant"], run["engine_version"]) == ("Q4_K_M", __import__("llama_cpp").__version__)
