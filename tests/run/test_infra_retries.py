@@ -38,6 +38,8 @@ def test_an_intermittent_500_is_retried_and_recovers(
     assert summary["usable_success_rate"] == summary["model_success_rate"] == 1.0
     tries = sorted(p.name.rsplit("-", 1)[-1] for p in (tmp_path / "traj").glob("*.jsonl"))
     assert tries == ["r1.jsonl", "r1.try1.jsonl", "r1.try2.jsonl"]  # nothing is lost
+    final = (tmp_path / row.trajectory_file).read_text()  # the row's file is the try that passed
+    assert final.splitlines()[-1].startswith('{"type": "score", "passed": true')
 
 
 def test_a_permanent_503_ends_as_infra_error_not_a_wrong_answer(

@@ -46,7 +46,7 @@ def hard_timeout(budget: float | None) -> float | None:
 
 
 def run_attempt(
-    plan: AttemptPlan, worker: Worker, task: Task, attempt: int, try_number: int = 0
+    plan: AttemptPlan, worker: Worker, task: Task, attempt: int
 ) -> tuple[AttemptResult, dict[str, Any] | None]:
     """Run and score one try of one attempt; also return the agent's infra-error account."""
     budget = task.max_seconds or plan.timeout_per_task
@@ -93,8 +93,6 @@ def run_attempt(
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
-    if try_number:
-        name = name.removesuffix(".jsonl") + f".try{try_number}.jsonl"
     meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
             "started": started.isoformat()}  # fmt: skip
     score = _score_line(checks, failure, reply, seconds, error)

@@ -174,9 +174,10 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     def attempt(worker: Any, key: tuple[str, int], stop: threading.Event) -> AttemptResult | None:
         task, number = by_id[key[0]], key[1]
         for try_number in range(config.max_infra_retries + 1):
-            row, infra = run_attempt(plan, worker, task, number, try_number)
+            row, infra = run_attempt(plan, worker, task, number)
             if row.failure_class != "infra_error" or try_number == config.max_infra_retries:
                 break
+            _set_aside(plan.results_dir, row, try_number + 1)
             delay = config.retry_backoff * 2**try_number
             wait = (infra or {}).get("retry_after")
             if isinstance(wait, int | float):
@@ -217,6 +218,15 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     if config.labbook is not None and not interrupted:
         append_labbook(config.labbook, head["run"], redact)
     return RunReport(head, rows_in, interrupted, len(resumed))
+
+
+def _set_aside(results_dir: Path, row: AttemptResult, try_number: int) -> None:
+    """Keep a failed try's trajectory (and diff) under `.tryN`: the retry takes the name."""
+    if row.trajectory_file:
+        path = results_dir / row.trajectory_file
+        for kept in (path, path.with_suffix(".diff")):
+            if kept.exists():
+                kept.rename(kept.with_name(f"{path.stem}.try{try_number}{kept.suffix}"))
 
 
 def _finished(journal: Journal, key: tuple[str, int]) -> bool:
