@@ -72,7 +72,7 @@ def _attempts(results: RunResults) -> str:
     for task in results.tasks:
         items = []
         for row in task.rows:
-            checks = json.dumps(row.checks.model_dump(), ensure_ascii=False)
+            checks = json.dumps(row.check_record().model_dump(), ensure_ascii=False)
             block = [f"<h4>r{row.attempt}: {escape(row.failure_class)}, {row.steps} step(s), "
                      f"{row.tokens} tok, {row.seconds:.1f}s, stopped: {escape(row.stopped)}</h4>",
                      f"<pre>{escape(row.answer)}</pre>",

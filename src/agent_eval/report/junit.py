@@ -6,7 +6,6 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from agent_eval.report.results import RunResults, TaskOutcome
-from agent_eval.score.summary import describe_failure
 
 
 def _checks_text(task: TaskOutcome) -> str:
@@ -15,9 +14,9 @@ def _checks_text(task: TaskOutcome) -> str:
     for row in task.rows:
         if row.passed:
             continue
-        checks = row.checks.model_dump()
+        checks = row.check_record().model_dump()
         shown = ", ".join(f"{k}={v!r}" for k, v in checks.items() if v not in (None, []))
-        lines.append(f"{describe_failure(row)} [{row.failure_class}] checks: {shown}")
+        lines.append(f"{row.failure} [{row.failure_class}] checks: {shown}")
     return "\n".join(lines)
 
 
@@ -44,7 +43,7 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
         if task.passes < task.attempts:
             failure = ET.SubElement(case, "failure", {
                 "message": f"{task.attempts - task.passes} of {task.attempts} attempt(s) failed: "
-                           + "; ".join(describe_failure(r) for r in task.rows if not r.passed),
+                           + "; ".join(str(r.failure) for r in task.rows if not r.passed),
                 "type": ",".join(sorted({r.failure_class for r in task.rows if not r.passed})),
             })
             failure.text = _checks_text(task)

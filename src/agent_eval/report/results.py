@@ -3,19 +3,28 @@
 Reports are built from the file alone, so last year's results can be re-reported
 offline. Per-task figures are recomputed from the attempt rows: the stored per-task
 view is a convenience for people, not an input to statistics.
+
+Every row is validated as an AttemptResult, then kept as a compact ``Attempt``: a
+pydantic model costs several kilobytes per row, and a 100,000-row run (two of them for
+compare) must fit in a few hundred megabytes.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NamedTuple, get_origin
 
-from pydantic import ValidationError
+from pydantic import AfterValidator, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from agent_eval.errors import ResultsError
-from agent_eval.records import RESULTS_SCHEMA, AttemptResult
+from agent_eval.records import RESULTS_SCHEMA, AttemptResult, Checks
+from agent_eval.score.summary import describe_failure
 
 REQUIRED_RUN_KEYS: dict[str, type | tuple[type, ...]] = {
     "run_id": str,
@@ -28,6 +37,92 @@ REQUIRED_RUN_KEYS: dict[str, type | tuple[type, ...]] = {
 }
 """Keys of the ``run`` object that reports rely on, with their types."""
 
+CHECK_FIELDS = tuple(Checks.model_fields)
+"""Checks' fields, in the order ``Attempt.checks`` holds their values."""
+
+
+class Attempt(NamedTuple):
+    """One validated attempt row, compact: AttemptResult's fields under the same names."""
+
+    task_id: str
+    """The task's id."""
+    category: str
+    """The task's category."""
+    attempt: int
+    """1-based attempt number within the task."""
+    passed: bool
+    """The verdict."""
+    failure_class: str
+    """passed, wrong_answer, over_budget, agent_error or infra_error."""
+    answer: str
+    """The final answer, possibly truncated for size."""
+    steps: int
+    """Steps reported by the agent."""
+    tokens: int
+    """Tokens reported by the agent."""
+    prompt_tokens: int | None
+    """Input tokens, when known."""
+    completion_tokens: int | None
+    """Output tokens, when known."""
+    seconds: float
+    """Wall time of the attempt measured by the harness."""
+    stopped: str
+    """Why the attempt stopped."""
+    error: str | None
+    """What went wrong, for agent_error, over_budget and infra_error."""
+    checks: tuple[Any, ...]
+    """The validated Checks' values in CHECK_FIELDS order, lists as tuples;
+    ``check_record`` rebuilds the Checks."""
+    roles: dict[str, int] | None
+    """Tokens per role, when the agent reports them."""
+    infra_retries: int
+    """How many earlier tries of this attempt ended in infra_error and were retried."""
+    changed_files: tuple[str, ...] | None
+    """Workspace files the attempt touched."""
+    trajectory_file: str | None
+    """The attempt's trajectory, relative to the results file's folder when possible."""
+    failure: str | None
+    """describe_failure of the row when it failed, None when it passed; taken while the
+    full record is at hand, so reports never rebuild it."""
+
+    def check_record(self) -> Checks:
+        """The attempt's Checks, rebuilt without validating again (it was validated)."""
+        values = (list(v) if isinstance(v, tuple) else v for v in self.checks)
+        fields: dict[str, Any] = dict(zip(CHECK_FIELDS, values, strict=True))
+        return Checks.model_construct(**fields)
+
+
+if Attempt._fields[:-1] != tuple(AttemptResult.model_fields):
+    # compact() copies AttemptResult's fields by position, and a field left out here
+    # would silently vanish from every report.
+    raise RuntimeError("report.results.Attempt must list AttemptResult's fields, in order, "
+                       "then 'failure'")
+
+
+_CHECKS_AT = Attempt._fields.index("checks")
+_CHANGED_AT = Attempt._fields.index("changed_files")
+_LIST_CHECKS = [index for index, field in enumerate(Checks.model_fields.values())
+                if get_origin(field.annotation) is list]
+
+
+def compact(row: AttemptResult) -> Attempt:
+    """The validated row as an Attempt.
+
+    A validated model's ``__dict__`` holds its fields in declaration order, so values are
+    copied by position. Lists become tuples, so that an Attempt holds no mutable
+    container and the cycle collector stops tracking it: otherwise each collection while
+    a report renders walks all 100,000 rows again.
+    """
+    checks = [*row.checks.__dict__.values()]
+    for index in _LIST_CHECKS:
+        checks[index] = tuple(checks[index])
+    values = [*row.__dict__.values()]
+    values[_CHECKS_AT] = tuple(checks)
+    if row.changed_files is not None:
+        values[_CHANGED_AT] = tuple(row.changed_files)
+    values.append(None if row.passed else describe_failure(row))
+    return Attempt._make(values)
+
 
 @dataclass(frozen=True)
 class TaskOutcome:
@@ -37,7 +132,7 @@ class TaskOutcome:
     """The task's id."""
     category: str
     """The task's category (from its first attempt)."""
-    rows: tuple[AttemptResult, ...]
+    rows: tuple[Attempt, ...]
     """The attempts, sorted by attempt number."""
 
     @property
@@ -64,13 +159,13 @@ class RunResults:
     """The file it was read from; trajectory paths are relative to its folder."""
     run: dict[str, Any]
     """The ``run`` object as written, including fields reports do not interpret."""
-    rows: tuple[AttemptResult, ...]
+    rows: tuple[Attempt, ...]
     """Every attempt, validated."""
 
     @property
     def tasks(self) -> list[TaskOutcome]:
         """Attempts grouped by task id, tasks in first-seen order."""
-        grouped: dict[str, list[AttemptResult]] = {}
+        grouped: dict[str, list[Attempt]] = {}
         for row in self.rows:
             grouped.setdefault(row.task_id, []).append(row)
         return [TaskOutcome(task_id, rows[0].category,
@@ -90,7 +185,7 @@ class RunResults:
         base = f"{self.run['scaffold']} x {self.run['model']}"
         return f"{base} ({quant})" if quant else base
 
-    def trajectory_text(self, row: AttemptResult, limit: int = 20_000) -> str | None:
+    def trajectory_text(self, row: Attempt | AttemptResult, limit: int = 20_000) -> str | None:
         """The attempt's trajectory file, cut to ``limit`` characters; None if unreadable."""
         if not row.trajectory_file:
             return None
@@ -104,9 +199,101 @@ class RunResults:
         return text if len(text) <= limit else text[:limit] + "\n[... truncated]"
 
 
+class _Document(TypedDict):
+    """The parts of a results file a report reads; the rest is skipped."""
+
+    schema: Any
+    run: Any
+    results: list[Annotated[AttemptResult, AfterValidator(compact)]]
+
+
+_DOCUMENT = TypeAdapter(_Document)
+_ROWS = TypeAdapter(list[Annotated[AttemptResult, AfterValidator(compact)]])
+_OPEN, _NEXT, _CLOSE = '\n  "results": [\n    ', ",\n    ", "\n  ]\n}\n"
+"""How the runner lays out rows: the header indented, then one compact row per line."""
+_BATCH = 2_000_000
+"""Characters of rows parsed at once; pydantic holds a parse tree of about twice the
+text it reads."""
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cycle collector: loading makes only acyclic objects, and with it running,
+    each of its passes re-walks every row loaded so far, which more than doubles the time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def load_results(path: str | Path) -> RunResults:
     """Read and validate a results file; raise ResultsError naming the file and the fix."""
     path = Path(path)
+    with _gc_paused():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        loaded = None if text is None else _load_by_line(path, text) or _load_whole(path, text)
+        del text  # a hundred megabytes for a large run: not to be held while reporting
+        return loaded or _load_checked(path)
+
+
+def _load_by_line(path: Path, text: str) -> RunResults | None:
+    """A file in the runner's layout, its rows validated a batch at a time so that the
+    parse never holds the whole file's tree; None when the layout differs or anything
+    is invalid.
+
+    Splitting at the row separators is safe: a JSON string holds no raw newline, so a
+    separator inside a row would leave both pieces unbalanced, and they would fail.
+    """
+    start = text.rfind(_OPEN)
+    if start < 0 or not text.endswith(_CLOSE):
+        return None
+    head = _load_whole(path, text[:start] + '\n  "results": []\n}\n')
+    if head is None or head.rows:
+        return None
+    rows: list[Attempt] = []
+    position, end = start + len(_OPEN), len(text) - len(_CLOSE)
+    while position < end:
+        found = text.find(_NEXT, position + _BATCH, end)
+        stop = end if found < 0 else found
+        batch = "[" + text[position:stop] + "]"  # the separators are valid JSON as they are
+        try:
+            # The validator hands back Attempts in place of the records it validated.
+            rows += _ROWS.validate_json(batch)  # type: ignore[arg-type]
+        except ValidationError:
+            return None
+        position = stop + len(_NEXT)
+    return RunResults(path, head.run, tuple(rows))
+
+
+def _load_whole(path: Path, text: str) -> RunResults | None:
+    """A valid file parsed and validated in one pass inside pydantic; None on any problem,
+    so that ``_load_checked`` finds it and names it.
+    """
+    try:
+        document = _DOCUMENT.validate_json(text)
+    except ValidationError:
+        return None
+    run = document["run"]
+    if document["schema"] != RESULTS_SCHEMA or not isinstance(run, dict):
+        return None
+    for key, kind in REQUIRED_RUN_KEYS.items():
+        value = run.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return None
+    # The validator hands back Attempts in place of the records it validated.
+    rows: list[Attempt] = document["results"]  # type: ignore[assignment]
+    return RunResults(path, run, tuple(rows))
+
+
+def _load_checked(path: Path) -> RunResults:
+    """Read a results file step by step, raising the first problem with its fix."""
     where = f"results file {path}"
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -139,7 +326,7 @@ def load_results(path: str | Path) -> RunResults:
     rows = []
     for index, raw in enumerate(raw_rows):
         try:
-            rows.append(AttemptResult.model_validate(raw))
+            rows.append(compact(AttemptResult.model_validate(raw)))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "(row)"

@@ -15,9 +15,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special
 
 TaskCount = tuple[int, int]
 """(attempts, passes) for one task."""
@@ -29,6 +30,25 @@ MAX_EXACT_WORK = 50_000_000
 that (many tasks with very unequal repeats) it samples instead."""
 MONTE_CARLO_PERMUTATIONS = 100_000
 """Permutations drawn when exact enumeration is infeasible."""
+
+
+def _norm_ppf(q: float) -> float:
+    """scipy.stats.norm.ppf, by the special function it calls; importing scipy.stats costs
+    more than half a second, which every report and compare paid before printing a line.
+    """
+    return float(special.ndtri(q))
+
+
+def _t_ppf(q: float, df: int) -> float:
+    """scipy.stats.t.ppf, by the special function it calls."""
+    if q == 0:
+        return -math.inf  # scipy.stats answers with the support's end, stdtrit with +inf
+    return float(special.stdtrit(df, q))
+
+
+def _t_sf(x: float, df: int) -> float:
+    """scipy.stats.t.sf, by the special function it calls."""
+    return float(special.stdtr(df, -x))
 
 
 @dataclass(frozen=True)
@@ -63,7 +83,7 @@ def wilson_interval(passes: int, attempts: int, confidence: float = 0.95) -> tup
     """Wilson score interval for a binomial rate; the whole [0, 1] with no attempt."""
     if attempts <= 0:
         return (0.0, 1.0)
-    z = float(sps.norm.ppf(0.5 + confidence / 2))
+    z = _norm_ppf(0.5 + confidence / 2)
     p = passes / attempts
     denom = 1 + z * z / attempts
     centre = (p + z * z / (2 * attempts)) / denom
@@ -85,7 +105,7 @@ def mean_estimate(values: Sequence[float], confidence: float = 0.95,
     if n == 1:
         return MeanEstimate(1, mean, None, None, None)
     se = float(np.std(values, ddof=1)) / math.sqrt(n)
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * se
+    half = _t_ppf(0.5 + confidence / 2, n - 1) * se
     lo, hi = mean - half, mean + half
     if bounds is not None:
         lo, hi = max(bounds[0], lo), min(bounds[1], hi)
@@ -123,6 +143,8 @@ def variance_split(counts: Sequence[TaskCount]) -> VarianceSplit | None:
     return VarianceSplit(within, max(0.0, spread - within / repeats), repeats)
 
 
+# Cached: a report asks for every k of every task, and tasks share (attempts, passes).
+@lru_cache(maxsize=1 << 16)
 def pass_at_k(attempts: int, passes: int, k: int) -> float:
     """Unbiased chance that at least one of k attempts drawn from this task's passes."""
     if not 1 <= k <= attempts or not 0 <= passes <= attempts:
@@ -133,6 +155,7 @@ def pass_at_k(attempts: int, passes: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(attempts - passes + 1, attempts + 1)))
 
 
+@lru_cache(maxsize=1 << 16)
 def pass_hat_k(attempts: int, passes: int, k: int) -> float:
     """Unbiased chance that all k attempts drawn from this task's pass (tau-bench pass^k)."""
     if not 1 <= k <= attempts or not 0 <= passes <= attempts:
@@ -199,13 +222,15 @@ def _paired_t_p(diff: MeanEstimate) -> float | None:
         # zero, and a t statistic that does not exist otherwise.
         return 1.0 if diff.mean == 0 else None
     t = diff.mean / diff.se
-    return float(min(1.0, 2 * sps.t.sf(abs(t), diff.n - 1)))
+    return float(min(1.0, 2 * _t_sf(abs(t), diff.n - 1)))
 
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts b and c."""
     if b + c == 0:
         return 1.0
+    from scipy import stats as sps  # only here: see _norm_ppf
+
     return float(min(1.0, 2 * sps.binom.cdf(min(b, c), b + c, 0.5)))
 
 
@@ -286,7 +311,7 @@ def z_sum(alpha: float = 0.05, power: float = 0.8) -> float:
     """z_{alpha/2} + z_beta for a two-sided test at level alpha with the given power."""
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha and power must lie in (0, 1) (got {alpha}, {power})")
-    return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    return _norm_ppf(1 - alpha / 2) + _norm_ppf(power)
 
 
 def repeats_needed(n: int, delta: float, omega2: float, sigma2_a: float, sigma2_b: float,

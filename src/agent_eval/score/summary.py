@@ -27,10 +27,9 @@ class Tally:
         self.prices = prices
         self.runs = self.passed = self.infra = self.retried = self.first_try = 0
         self.steps = self.steps_sq = self.tokens = self.tokens_sq = 0
-        self.seconds = Fraction(0)
+        self.millis = 0  # rows keep seconds to 3 decimals, so milliseconds sum exactly
         self.classes: Counter[str] = Counter()
-        self.priced = Fraction(0)
-        self.unsplit = 0
+        self.prompt = self.completion = self.unsplit = 0
         self.tasks: dict[str, dict[str, Any]] = {}
 
     def add(self, row: AttemptResult) -> None:
@@ -40,7 +39,7 @@ class Tally:
         self.steps_sq += row.steps * row.steps
         self.tokens += row.tokens
         self.tokens_sq += row.tokens * row.tokens
-        self.seconds += Fraction(row.seconds)
+        self.millis += round(row.seconds * 1000)
         self.classes[row.failure_class] += 1
         self.infra += row.failure_class == "infra_error"
         self.retried += row.infra_retries > 0
@@ -48,11 +47,8 @@ class Tally:
         if row.prompt_tokens is None or row.completion_tokens is None:
             self.unsplit += 1
         else:
-            self.priced += Fraction(row.prompt_tokens) * Fraction(
-                self.prices.get("input_per_million") or 0.0
-            ) + Fraction(row.completion_tokens) * Fraction(
-                self.prices.get("output_per_million") or 0.0
-            )
+            self.prompt += row.prompt_tokens
+            self.completion += row.completion_tokens
         task = self.tasks.get(row.task_id)
         if task is None:
             task = self.tasks[row.task_id] = {
@@ -76,7 +72,7 @@ class Tally:
             "success_rate": self.passed / runs if runs else None,
             "mean_steps": self.steps / runs if runs else None,
             "mean_tokens": self.tokens / runs if runs else None,
-            "mean_seconds": float(self.seconds / runs) if runs else None,
+            "mean_seconds": self.millis / runs / 1000 if runs else None,
         }
         summary: dict[str, Any] = {
             "runs": runs,
@@ -139,7 +135,10 @@ class Tally:
         elif self.prices.get("input_per_million") is not None or self.prices.get(
             "output_per_million"
         ) is not None:
-            total, unsplit = float(self.priced / 1_000_000), self.unsplit
+            price_in = self.prices.get("input_per_million") or 0.0
+            price_out = self.prices.get("output_per_million") or 0.0
+            total = (self.prompt * price_in + self.completion * price_out) / 1e6
+            unsplit = self.unsplit
         per_task = total / self.runs if total is not None and self.runs else None
         return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
 
