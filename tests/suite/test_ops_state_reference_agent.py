@@ -59,3 +59,21 @@ def test_the_agent_that_only_says_it_did_fails(
         "file service-runbook.md does not contain '28 days'",
     ]
     assert row.changed_files == []
+
+
+def test_report_shows_which_files_an_attempt_changed(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    import subprocess
+    import sys
+
+    run(tmp_path, mock_model(script("30 days")))
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "report", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("Files changed")
+    assert any("retention-edit r1" in line and "M service-runbook.md" in line
+               for line in lines[start:])  # fmt: skip

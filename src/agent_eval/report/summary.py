@@ -102,6 +102,11 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "within_task_var": split.within if split else None,
         "between_task_var": split.between if split else None,
         "unstable_tasks": [t.task_id for t in tasks if 0 < t.passes < t.attempts],
+        "changed_files": [
+            {"task_id": r.task_id, "attempt": r.attempt, "files": list(r.changed_files)}
+            for r in rows
+            if r.changed_files
+        ],
         "categories": _categories(tasks),
         "failure_classes": dict(sorted(classes.items())),
         "usable_success": _rate(passed, attempts),

@@ -148,5 +148,18 @@ def render_text(report: dict[str, Any], width: int = 100) -> str:
         items.append("unstable tasks: " + ", ".join(s["unstable_tasks"]))
     if len(s["categories"]) > 1:
         items.append(_categories(s))
-    items += [_failures(s), *_success_lines(s), _tasks(report["per_task"]), *_footer(s)]
+    items += [_failures(s), *_success_lines(s), _tasks(report["per_task"])]
+    if s["changed_files"]:
+        items.append(_changed(s["changed_files"]))
+    items += _footer(s)
     return render_tables(items, width)
+
+
+def _changed(attempts: list[dict[str, Any]]) -> Table:
+    """What each attempt did to its workspace: A added, M modified, D deleted."""
+    table = Table(title="Files changed", title_justify="left")
+    table.add_column("attempt")
+    table.add_column("files (A added, M modified, D deleted)")
+    for item in attempts:
+        table.add_row(f"{item['task_id']} r{item['attempt']}", ", ".join(item["files"]))
+    return table
