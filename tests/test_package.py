@@ -13,7 +13,8 @@ PUBLIC = [
     "AgentEvalError", "AgentLoadError", "AgentReply", "AttemptResult", "Checks", "ConfigError",
     "ExtraMissingError", "LoadedSuite", "ModelEndpointError", "Prices", "ResultsError",
     "RunConfig", "RunReport", "Suite", "SuiteError", "Task", "__version__", "classify",
-    "execute", "load_suite", "prepare", "score_attempt",
+    "execute", "load_suite", "prepare", "score_attempt", "MockModelServer", "load_script",
+    "LocalModelServer", "load_results", "compare_runs", "summarise_run",
 ]  # fmt: skip
 
 

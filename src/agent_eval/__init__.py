@@ -31,6 +31,12 @@ _EXPORTS = {
     "Prices": "agent_eval.run.config",
     "RunConfig": "agent_eval.run.config",
     "RunReport": "agent_eval.run.runner",
+    "MockModelServer": "agent_eval.models.mock_server",
+    "load_script": "agent_eval.models.mock_script",
+    "LocalModelServer": "agent_eval.models.local_server",
+    "load_results": "agent_eval.report",
+    "compare_runs": "agent_eval.report",
+    "summarise_run": "agent_eval.report",
     "execute": "agent_eval.run.runner",
     "prepare": "agent_eval.run.runner",
 }
