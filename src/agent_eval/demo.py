@@ -141,8 +141,8 @@ def model_server(parallel: int, log: Path) -> Iterator[tuple[str, dict[str, Any]
     finally:
         server.send_signal(signal.SIGINT)  # its clean Ctrl-C stop
         try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
+            server.wait(10)
+        except subprocess.TimeoutExpired:  # started in the background, SIGINT may be ignored
             server.kill()
             server.wait()
 
