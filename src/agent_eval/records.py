@@ -37,6 +37,16 @@ StopReason = Literal[
 ]
 
 
+def compiling_pattern(value: str | None) -> str | None:
+    """A validator's check that a regular expression compiles, with the reason if not."""
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"the pattern does not compile ({exc})") from None
+    return value
+
+
 class Strict(BaseModel):
     """Base for records: unknown keys are errors, and values are not silently coerced."""
 
@@ -256,12 +266,7 @@ class Task(Strict):
     @field_validator("expect_regex")
     @classmethod
     def _regex_compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"the pattern does not compile ({exc})") from None
-        return value
+        return compiling_pattern(value)
 
 
 class Suite(Strict):

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_eval.errors import ConfigError
+from agent_eval.records import compiling_pattern
 
 FaultKind = Literal["429", "500", "503", "timeout", "malformed", "no_choices"]
 """Injected failures: status codes, a held connection, a garbled body, an empty reply."""
@@ -109,12 +110,7 @@ class Rule(_Strict):
     @field_validator("match", "task", "system", "model")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"the pattern does not compile ({exc})") from None
-        return value
+        return compiling_pattern(value)
 
     @model_validator(mode="after")
     def _has_condition(self) -> Rule:
