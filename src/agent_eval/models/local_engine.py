@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError, ExtraMissingError
+from agent_eval.models.local_sampling import grammar_first_llama
 
 INSTALL_ADVICE = "pip install 'agent-eval[local]'"
 
@@ -105,7 +106,7 @@ class LlamaPool:
         self._all: list[Any] = []
         for _ in range(parallel):
             try:
-                llm = llama_cpp.Llama(
+                llm = grammar_first_llama(llama_cpp)(
                     model_path=str(model_path),
                     n_ctx=n_ctx,
                     n_threads=threads,

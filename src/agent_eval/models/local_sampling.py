@@ -1,0 +1,81 @@
+"""Grammar-first sampling: check only the chosen token against the grammar.
+
+llama-cpp-python applies a JSON grammar by testing every one of the vocabulary's tokens
+at every step. With Gemma 3's 262k-token vocabulary that test costs more than the 270M
+model itself: 9 tokens/s under a schema against 45 free. llama.cpp's own server avoids it
+by sampling first and asking the grammar about that one token, and only when the grammar
+rejects it, testing the whole vocabulary and sampling again. This module does the same
+for llama-cpp-python, by giving `Llama` a sampler with that order. Greedy decoding gives
+exactly the tokens the full test would; the measured speed-up is about 2.7x.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+
+
+class GrammarFirstSampler:
+    """A sampler chain without the grammar, plus the grammar consulted after sampling."""
+
+    def __init__(self, llama_cpp: ModuleType, llm: Any, chain: Any, grammar: Any) -> None:
+        self._lib = llama_cpp
+        self._chain = chain  # llama-cpp-python's LlamaSampler: owns and frees the chain
+        self._grammar = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
+        self._n_vocab = int(llm.n_vocab())
+        self._all = (llama_cpp.llama_token_data * self._n_vocab)()
+        self._view = np.ctypeslib.as_array(self._all).view(TOKEN_DATA)
+        self._ids = np.arange(self._n_vocab, dtype=np.intc)
+        self._one = (llama_cpp.llama_token_data * 1)()
+
+    def sample(self, ctx: Any, idx: int) -> int:
+        """The next token, as the full grammar test would choose it; accepted by both."""
+        lib = self._lib
+        logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(ctx.ctx, idx), (self._n_vocab,))
+        token = self._pick(logits, with_grammar=False)
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
+        single = self._candidates(self._one, 1)
+        lib.llama_sampler_apply(self._grammar, ctypes.byref(single))
+        if not np.isfinite(self._one[0].logit):  # rejected: test the whole vocabulary
+            token = self._pick(logits, with_grammar=True)
+        lib.llama_sampler_accept(self._grammar, token)
+        lib.llama_sampler_accept(self._chain.sampler, token)
+        return token
+
+    def _pick(self, logits: Any, with_grammar: bool) -> int:
+        self._view["id"], self._view["logit"], self._view["p"] = self._ids, logits, 0.0
+        candidates = self._candidates(self._all, self._n_vocab)
+        if with_grammar:
+            self._lib.llama_sampler_apply(self._grammar, ctypes.byref(candidates))
+        self._lib.llama_sampler_apply(self._chain.sampler, ctypes.byref(candidates))
+        return int(self._all[candidates.selected].id)
+
+    def _candidates(self, data: Any, size: int) -> Any:
+        lib = self._lib
+        pointer = ctypes.cast(data, lib.llama_token_data_p)
+        return lib.llama_token_data_array(data=pointer, size=size, selected=-1, sorted=False)
+
+    def __del__(self) -> None:
+        self._lib.llama_sampler_free(self._grammar)
+
+
+@lru_cache(maxsize=1)
+def grammar_first_llama(llama_cpp: ModuleType) -> Any:
+    """`llama_cpp.Llama` whose grammar-constrained sampling is grammar-first."""
+
+    class GrammarFirstLlama(llama_cpp.Llama):  # type: ignore[misc,name-defined]
+        def _init_sampler(self, *args: Any, grammar: Any = None, **kwargs: Any) -> Any:
+            chain = super()._init_sampler(*args, grammar=None, **kwargs)
+            if grammar is None:
+                return chain
+            return GrammarFirstSampler(llama_cpp, self, chain, grammar)
+
+    return GrammarFirstLlama
