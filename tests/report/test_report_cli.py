@@ -14,14 +14,20 @@ from agent_eval.score import stats
 
 Invoke = Callable[..., tuple[int, str, str]]
 
-OUTCOMES = {"t1": [True, True, False], "t2": [False, "infra_error", False],
-            "t3": [True, True, True]}
+OUTCOMES = {
+    "t1": [True, True, False],
+    "t2": [False, "infra_error", False],
+    "t3": [True, True, True],
+}
 
 
 @pytest.fixture
 def results(make_results: Callable[..., Path]) -> Path:
-    return make_results(OUTCOMES, categories={"t3": "tools"},
-                        row_extra={"t1": {"roles": {"router": 10, "answerer": 90}}})
+    return make_results(
+        OUTCOMES,
+        categories={"t3": "tools"},
+        row_extra={"t1": {"roles": {"router": 10, "answerer": 90}}},
+    )
 
 
 def test_json_contract(agent_eval: Invoke, results: Path) -> None:
@@ -49,14 +55,17 @@ def test_json_contract(agent_eval: Invoke, results: Path) -> None:
     assert sorted(s["categories"]) == ["retrieval", "tools"]
     first = report["per_task"][0]
     assert first["task_id"] == "t1" and first["pass_at_k"] == pytest.approx(
-        {"1": 2 / 3, "2": 1.0, "3": 1.0})
+        {"1": 2 / 3, "2": 1.0, "3": 1.0}
+    )
     assert first["pass_hat_k"] == pytest.approx({"1": 2 / 3, "2": 1 / 3, "3": 0.0})
 
 
-def test_between_task_var_is_null_with_one_attempt(agent_eval: Invoke,
-                                                   make_results: Callable[..., Path]) -> None:
-    code, out, _ = agent_eval("report", make_results({"a": [True], "b": [False]}),
-                              "--format", "json")
+def test_between_task_var_is_null_with_one_attempt(
+    agent_eval: Invoke, make_results: Callable[..., Path]
+) -> None:
+    code, out, _ = agent_eval(
+        "report", make_results({"a": [True], "b": [False]}), "--format", "json"
+    )
     s = json.loads(out)["summary"]
     assert code == 0 and s["within_task_var"] is None and s["between_task_var"] is None
     assert list(s["pass_at_k"]) == ["1"]
@@ -66,8 +75,10 @@ def test_text(agent_eval: Invoke, results: Path) -> None:
     code, out, err = agent_eval("report", results)
     lines = out.splitlines()
     assert (code, err) == (0, "")
-    assert lines[:2] == ["builtin:minimal x local/chat: 3 task(s), 3 attempt(s) each",
-                         f"suite part26 1.0 (hash {'a' * 12}), run run-local/chat"]
+    assert lines[:2] == [
+        "builtin:minimal x local/chat: 3 task(s), 3 attempt(s) each",
+        f"suite part26 1.0 (hash {'a' * 12}), run run-local/chat",
+    ]
     for expected in [
         "│ success rate     │ 0.556  │ [0.267, 0.811] │ Wilson, 5 of 9 attempts        │",
         "│ pass^2           │ 0.444  │                │ SE 0.294                       │",
@@ -96,9 +107,11 @@ def test_markdown(agent_eval: Invoke, results: Path) -> None:
     code, out, _ = agent_eval("report", results, "--format", "markdown")
     lines = out.splitlines()
     assert code == 0
-    assert lines[:3] == ["## builtin:minimal x local/chat", "",
-                         "Suite `part26` 1.0 · 3 task(s) · 3 attempt(s) each · run "
-                         "`run-local/chat`"]
+    assert lines[:3] == [
+        "## builtin:minimal x local/chat",
+        "",
+        "Suite `part26` 1.0 · 3 task(s) · 3 attempt(s) each · run `run-local/chat`",
+    ]
     assert "| success rate | 0.556 | [0.267, 0.811] | Wilson, 5 of 9 attempts |" in lines
     assert "| `t1` | retrieval | 2/3 | 0.67 | 5.0 | 1200 | r3: missing '4000' |" in lines
     assert "- unstable tasks: `t1`" in lines
@@ -115,8 +128,10 @@ def test_junit(agent_eval: Invoke, results: Path) -> None:
     failure = cases["t1"].find("failure")
     assert failure is not None
     assert failure.get("message") == "1 of 3 attempt(s) failed: r3: missing '4000'"
-    assert failure.text == ("r3: missing '4000' [wrong_answer] checks: passed=False, "
-                            "missing=['4000'], tools_used=['search_documents']")
+    assert failure.text == (
+        "r3: missing '4000' [wrong_answer] checks: passed=False, "
+        "missing=['4000'], tools_used=['search_documents']"
+    )
     t2 = cases["t2"].find("failure")
     assert t2 is not None and t2.get("type") == "infra_error,wrong_answer"
 
@@ -131,8 +146,10 @@ def test_out_writes_the_file(agent_eval: Invoke, results: Path, tmp_path: Path) 
 def test_input_errors_exit_1(agent_eval: Invoke, results: Path, tmp_path: Path) -> None:
     missing = tmp_path / "none.json"
     assert agent_eval("report", missing) == (
-        1, "", f"Error: results file {missing}: not found (give the --out file of "
-               "'agent-eval run')\n")
+        1,
+        "",
+        f"Error: results file {missing}: not found (give the --out file of 'agent-eval run')\n",
+    )
     bad_out = tmp_path / "no-such-dir" / "r.html"
     code, out, err = agent_eval("report", results, "--out", bad_out)
     assert (code, out) == (1, "")
@@ -141,11 +158,32 @@ def test_input_errors_exit_1(agent_eval: Invoke, results: Path, tmp_path: Path) 
     assert code == 1 and err.startswith("Error: Invalid value for '--format'")
 
 
-def test_every_format_copes_with_no_attempt(agent_eval: Invoke,
-                                            make_results: Callable[..., Path]) -> None:
+def test_every_format_copes_with_no_attempt(
+    agent_eval: Invoke, make_results: Callable[..., Path]
+) -> None:
     path = make_results({})
     for fmt in ("text", "markdown", "junit", "html", "json"):
         code, out, err = agent_eval("report", path, "--format", fmt)
         assert (code, err) == (0, "") and out
     summary = json.loads(agent_eval("report", path, "--format", "json")[1])["summary"]
     assert summary["success_rate"] is None and summary["task_mean"] is None
+
+
+def test_a_long_task_table_is_plain_aligned_text() -> None:
+    from agent_eval.report.text import PLAIN_ABOVE, _tasks
+
+    rows = [
+        {"task_id": f"t{i:04d}", "category": "c", "successes": i % 3, "attempts": 2,
+         "success_rate": (i % 3) / 2, "unstable": i % 3 == 1, "mean_steps": 2.0,
+         "mean_tokens": 10.0 * i, "failures": ["r1: missing 'x'"] if i % 3 < 2 else []}
+        for i in range(PLAIN_ABOVE + 1)
+    ]  # fmt: skip
+    text = _tasks(rows)
+    assert isinstance(text, str)
+    lines = text.splitlines()
+    assert lines[0] == "Tasks"
+    assert lines[1].split() == ["task", "category", "passed", "rate", "steps", "tokens",
+                                "first", "failure"]  # fmt: skip
+    assert lines[3] == "t0000  c         0/2     0.00               2.0       0  r1: missing 'x'"
+    assert lines[4] == "t0001  c         1/2     0.50 (unstable)    2.0      10  r1: missing 'x'"
+    assert len(lines) == 3 + PLAIN_ABOVE + 1
