@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 from agent_eval.report.results import Attempt, RunResults, TaskOutcome
 from agent_eval.score import stats
+from agent_eval.score.summary import price
 
 RUN_KEYS = ("run_id", "lab", "scaffold", "model", "router_model", "quant", "engine",
             "task_set", "task_set_version", "suite_hash", "repeats", "date", "host",
@@ -140,23 +140,10 @@ def _categories(tasks: list[TaskOutcome]) -> dict[str, dict[str, Any]]:
 
 
 def _cost(rows: Sequence[Attempt], prices: dict[str, float | None]) -> dict[str, Any]:
-    """score.summary.cost, to the last bit, from token sums rather than per-row fractions.
-
-    That function adds an exact Fraction per row, which takes seconds at 100,000 rows;
-    the price times a sum of tokens is the same rational number, rounded once the same way.
-    """
-    flat, price_in, price_out = (prices.get("per_million"), prices.get("input_per_million"),
-                                 prices.get("output_per_million"))
-    total: float | None = None
-    unsplit = 0
-    if flat is not None:
-        total = sum(row.tokens for row in rows) * flat / 1e6
-    elif price_in is not None or price_out is not None:
-        split = [row for row in rows
-                 if row.prompt_tokens is not None and row.completion_tokens is not None]
-        unsplit = len(rows) - len(split)
-        priced = (sum(row.prompt_tokens or 0 for row in split) * Fraction(price_in or 0.0)
-                  + sum(row.completion_tokens or 0 for row in split) * Fraction(price_out or 0.0))
-        total = float(priced / 1_000_000)
-    per_task = total / len(rows) if total is not None and rows else None
-    return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
+    """The run's cost at the recorded prices, from token sums (score.summary.price)."""
+    split = [row for row in rows
+             if row.prompt_tokens is not None and row.completion_tokens is not None]
+    return price(len(rows), sum(row.tokens for row in rows),
+                 sum(row.prompt_tokens or 0 for row in split),
+                 sum(row.completion_tokens or 0 for row in split),
+                 len(rows) - len(split), prices)  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.records import AttemptResult
+from agent_eval.score.summary import describe_failure
 
 
 def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
@@ -24,21 +25,8 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     answer = " ".join(row.answer.split())
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
-        lines.append(f"      {row.failure_class}: " + _why(row))
+        lines.append(f"      {row.failure_class}: {describe_failure(row)}")
     return lines
-
-
-def _why(row: AttemptResult) -> str:
-    checks = row.checks
-    parts = [row.error] if row.error else []
-    if checks.missing:
-        parts.append("missing " + ", ".join(checks.missing))
-    if checks.forbidden_found:
-        parts.append("forbidden " + ", ".join(checks.forbidden_found))
-    for name in ("regex_ok", "tool_ok", "within_steps", "within_tokens", "within_seconds"):
-        if getattr(checks, name) is False:
-            parts.append(f"{name} false")
-    return "; ".join(parts) or f"stopped: {row.stopped}"
 
 
 def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> list[str]:

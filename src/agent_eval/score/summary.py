@@ -122,25 +122,39 @@ class Tally:
         }
 
     def _cost(self) -> dict[str, Any]:
-        """Cost from the user's own price only; never an invented one.
+        return price(self.runs, self.tokens, self.prompt, self.completion, self.unsplit,
+                     self.prices)  # fmt: skip
 
-        With separate input and output prices, attempts that did not report the split
-        are counted and left out of the total rather than guessed.
-        """
-        flat = self.prices.get("per_million")
-        total: float | None = None
+
+def price(
+    runs: int,
+    tokens: int,
+    prompt: int,
+    completion: int,
+    unsplit: int,
+    prices: dict[str, float | None],
+) -> dict[str, Any]:
+    """Cost from the user's own price only; never an invented one.
+
+    With separate input and output prices, ``unsplit`` attempts that did not report
+    prompt and completion tokens are counted and left out rather than guessed. Token
+    sums times a price, computed exactly and rounded once.
+    """
+    flat, price_in, price_out = (
+        prices.get("per_million"),
+        prices.get("input_per_million"),
+        prices.get("output_per_million"),
+    )
+    total: float | None = None
+    if flat is not None:
+        total, unsplit = tokens * flat / 1e6, 0
+    elif price_in is not None or price_out is not None:
+        exact = prompt * Fraction(price_in or 0.0) + completion * Fraction(price_out or 0.0)
+        total = float(exact / 1_000_000)
+    else:
         unsplit = 0
-        if flat is not None:
-            total = self.tokens * flat / 1e6
-        elif self.prices.get("input_per_million") is not None or self.prices.get(
-            "output_per_million"
-        ) is not None:
-            price_in = self.prices.get("input_per_million") or 0.0
-            price_out = self.prices.get("output_per_million") or 0.0
-            total = (self.prompt * price_in + self.completion * price_out) / 1e6
-            unsplit = self.unsplit
-        per_task = total / self.runs if total is not None and self.runs else None
-        return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
+    per_task = total / runs if total is not None and runs else None
+    return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
 
 
 def summarise(rows: Iterable[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:
@@ -157,14 +171,6 @@ def per_task(rows: Iterable[AttemptResult]) -> list[dict[str, Any]]:
     for row in rows:
         tally.add(row)
     return tally.per_task()
-
-
-def cost(rows: Iterable[AttemptResult], prices: dict[str, float | None]) -> dict[str, Any]:
-    """The cost of ``rows`` at the user's prices (see Tally._cost)."""
-    tally = Tally(prices)
-    for row in rows:
-        tally.add(row)
-    return tally._cost()
 
 
 def describe_failure(row: AttemptResult) -> str:
@@ -186,6 +192,9 @@ def describe_failure(row: AttemptResult) -> str:
         reasons.append(f"{row.tokens} tokens over the limit")
     if checks.within_seconds is False:
         reasons.append("over the time limit")
+    failed_state = [outcome.name for outcome in checks.state if not outcome.ok]
+    if failed_state:
+        reasons.append("state check failed: " + "; ".join(failed_state))
     return f"r{row.attempt}: " + ("; ".join(reasons) or f"stopped: {row.stopped}")
 
 
