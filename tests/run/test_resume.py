@@ -12,13 +12,14 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_eval.records import AttemptResult, Checks
-from agent_eval.run.journal import Journal
+from agent_eval.run.journal import Journal, Order
 from agent_eval.run.outputs import append_labbook
-from agent_eval.trace.trajectory import safe_part, trajectory_name
+from agent_eval.trace.trajectory import safe_part, trajectory_name, write_new_file
 
 SLOW_AGENT = """
 import pathlib, time
@@ -108,7 +109,7 @@ def row(task_id: str, attempt: int) -> AttemptResult:
 @given(count=st.integers(1, 6), cut=st.integers(1, 200))
 def test_journal_recovers_from_a_torn_last_line(tmp_path: Path, count: int, cut: int) -> None:
     path = tmp_path / f"j{count}-{cut}.journal.jsonl"
-    journal = Journal(path, {"run_id": "x"})
+    journal = Journal(path, {"run_id": "x"}, Order(("t",), count))
     for n in range(count):
         item = row("t", n + 1)
         journal.append(item, item.model_dump_json())
@@ -116,7 +117,7 @@ def test_journal_recovers_from_a_torn_last_line(tmp_path: Path, count: int, cut:
     data = path.read_bytes()
     last = data.rstrip(b"\n").rfind(b"\n") + 1
     path.write_bytes(data[: last + min(cut, len(data) - last - 1)])  # tear the last row
-    reopened = Journal(path, {"run_id": "x"})
+    reopened = Journal(path, {"run_id": "x"}, Order(("t",), count))
     assert reopened.done() == {("t", n + 1) for n in range(count - 1)}
     again = row("t", count)
     reopened.append(again, again.model_dump_json())
@@ -149,3 +150,36 @@ def test_file_name_parts_cannot_escape(value: str) -> None:
     name = trajectory_name(value, value, value, value, 1)
     assert os.path.basename(name) == name and name.endswith("-r1.jsonl")
     assert (Path("/base") / name).resolve().parent == Path("/base")
+
+
+def test_a_journal_indexes_only_the_attempts_of_its_run(tmp_path: Path) -> None:
+    path = tmp_path / "j.journal.jsonl"
+    journal = Journal(path, {"run_id": "x"}, Order(("a", "b"), 2))
+    for key in [("b", 2), ("a", 1), ("b", 1)]:
+        item = row(*key)
+        journal.append(item, item.model_dump_json())
+    journal.close()
+    assert [(r.task_id, r.attempt) for r in Journal(path, {}, Order(("a", "b"), 2)).rows()] == [
+        ("a", 1), ("b", 1), ("b", 2)
+    ]  # fmt: skip
+    # Resumed with --task-id b and one more repeat: task a's row is not part of it.
+    narrower = Journal(path, {}, Order(("b",), 3))
+    assert len(narrower) == 2 and ("a", 1) not in narrower and ("b", 2) in narrower
+    assert narrower.done() == {("b", 1), ("b", 2)}
+    assert [r.attempt for r in narrower.rows([("b", 3), ("b", 2), ("a", 1)])] == [2]
+    assert Order(("b",), 3).position(("b", 4)) is None
+
+
+def test_trajectory_writes_stay_in_their_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "traj"
+    folder.mkdir()
+    for name in ("../up.jsonl", "a/b.jsonl", "..", ""):
+        with pytest.raises(ValueError, match="would leave"):
+            write_new_file(folder, name, "x")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    (folder / "planted.jsonl").symlink_to(outside)  # a link where a trajectory will go
+    with pytest.raises(OSError):
+        write_new_file(folder, "planted.jsonl", "overwritten")
+    assert outside.read_text() == "keep me"
+    assert write_new_file(folder, "ok.jsonl", "line\n").read_text() == "line\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.errors import AgentLoadError, ConfigError
+from agent_eval.records import AttemptResult
 from agent_eval.run.config import Prices, RunConfig
 from agent_eval.run.runner import execute, prepare
 
@@ -319,3 +320,44 @@ def test_unknown_agents(tmp_path: Path) -> None:
         load_agent("no_such_module_x:agent")
     with pytest.raises(AgentLoadError, match="has no callable run_task"):
         load_agent("json")
+
+
+def test_each_attempt_is_kept_before_the_caller_hears_of_it(config: RunConfig) -> None:
+    prepared = prepare(config)
+    journal = prepared.journal_path
+    assert journal is not None
+    seen: list[tuple[str, int]] = []
+
+    def on_attempt(row: AttemptResult) -> None:
+        assert (config.out.parent / str(row.trajectory_file)).is_file()  # type: ignore[union-attr]
+        journaled = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+        assert {"task_id": row.task_id, "attempt": row.attempt}.items() <= journaled[-1].items()
+        seen.append((row.task_id, row.attempt))
+
+    execute(prepared, on_attempt)
+    assert seen == [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("b", 3)]
+
+
+def test_the_workspace_copy_keeps_folders_and_links(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    docs = tmp_path / "docs"
+    (docs / "sub" / "deeper").mkdir(parents=True)
+    (docs / "sub" / "deeper" / "a.md").write_text("nested")
+    (docs / "note.md").write_text("original")
+    (docs / "alias.md").symlink_to("note.md")
+    agent = write_agent("""
+        import os, pathlib
+        def run_task(task, options):
+            ws = pathlib.Path(options["workspace"])
+            link = ws / "alias.md"
+            answer = f"{(ws / 'sub/deeper/a.md').read_text()} {link.is_symlink()} "
+            answer += f"{os.readlink(link)} {link.read_text()}"
+            return {"answer": answer, "steps": 1, "tokens": 1}
+    """)
+    suite = write_suite(
+        [{"id": "t", "task": "look", "expect_in_answer": ["nested True note.md original"]}],
+        workspace="docs",
+    )
+    config = RunConfig(agent=str(agent), tasks=str(suite), trajectory_dir=tmp_path / "traj")
+    assert [row.passed for row in execute(prepare(config)).rows] == [True]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
-from agent_eval.trace.trajectory import trajectory_name, write_trajectory
+from agent_eval.trace.trajectory import trajectory_name, trajectory_text, write_new_file
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,13 @@ class AttemptPlan:
     suite_tools: list[str] | None
     """Extra tools the suite grants (write_file...), unless a task says otherwise."""
 
+    @cached_property
+    def trajectory_ref(self) -> Path:
+        """How rows name the trajectory folder: relative to the results file's folder when
+        inside it, absolute otherwise. Resolved once, not once per attempt."""
+        folder, base = self.trajectory_dir.resolve(), self.results_dir.resolve()
+        return folder.relative_to(base) if folder.is_relative_to(base) else folder
+
 
 def hard_timeout(budget: float | None) -> float | None:
     """When the harness kills an attempt: the budget plus a little grace, so an agent that
@@ -45,10 +53,30 @@ def hard_timeout(budget: float | None) -> float | None:
     return None if budget is None else budget + min(2.0, 0.1 * budget)
 
 
-def run_attempt(
-    plan: AttemptPlan, worker: Worker, task: Task, attempt: int
-) -> tuple[AttemptResult, dict[str, Any] | None]:
-    """Run and score one try of one attempt; also return the agent's infra-error account."""
+@dataclass(frozen=True)
+class Scored:
+    """One scored try of an attempt, with its files' text: the caller decides when and
+    under which name they are written (a retried try is kept as `.tryN`)."""
+
+    row: AttemptResult
+    infra: dict[str, Any] | None
+    """The agent's account of a model endpoint failure, for retries."""
+    name: str
+    trajectory: str
+    """The trajectory file's text, redacted."""
+    diff: str
+    """The workspace diff, redacted; empty when nothing changed."""
+
+    def save(self, folder: Path, tag: str = "") -> None:
+        """Write the trajectory (and diff) into ``folder``, its name tagged before `.jsonl`."""
+        stem = self.name.removesuffix(".jsonl") + tag
+        write_new_file(folder, stem + ".jsonl", self.trajectory)
+        if self.diff:
+            write_new_file(folder, stem + ".diff", self.diff)
+
+
+def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> Scored:
+    """Run and score one try of one attempt."""
     budget = task.max_seconds or plan.timeout_per_task
     with fresh_workspace(plan.source) as workspace:
         granted = task.tools if task.tools is not None else plan.suite_tools
@@ -87,18 +115,14 @@ def run_attempt(
     else:
         reply = AgentReply.model_validate(outcome.reply)
         used = tools_used(reply.trajectory)
-        checks = score_attempt(
-            task, reply.answer, reply.steps, used, reply.tokens, seconds, state
-        )
+        checks = score_attempt(task, reply.answer, reply.steps, used, reply.tokens, seconds, state)
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
     meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
             "started": started.isoformat()}  # fmt: skip
     score = _score_line(checks, failure, reply, seconds, error)
-    path = write_trajectory(plan.trajectory_dir, name, meta, reply.trajectory, score, plan.redact)
-    if diff:
-        path.with_suffix(".diff").write_text(plan.redact(diff), encoding="utf-8")
+    text = trajectory_text(meta, reply.trajectory, score)
     row = AttemptResult(
         task_id=task.id,
         category=task.category,
@@ -115,10 +139,10 @@ def run_attempt(
         error=error,
         checks=checks,
         roles=reply.roles,
-        trajectory_file=_relative(path, plan.results_dir),
+        trajectory_file=str(plan.trajectory_ref / name),
         changed_files=touched,
     )
-    return row, outcome.infra
+    return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "")
 
 
 def _score_line(
@@ -148,10 +172,3 @@ def _touched(found: Changes) -> list[str]:
     marked = [(p, "A") for p in found.added] + [(p, "D") for p in found.removed]
     marked += [(p, "M") for p in found.changed]
     return [f"{mark} {path}" for path, mark in sorted(marked)]
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path.resolve())

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,60 +22,112 @@ from agent_eval.records import AttemptResult
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 
+Key = tuple[str, int]
+"""(task id, attempt number)"""
+
 
 def journal_path_for(out: Path) -> Path:
     """The journal that sits next to a results file."""
     return out.with_name(out.name + JOURNAL_SUFFIX)
 
 
-class Journal:
-    """Appends rows from any thread; remembers where each row is, not the row itself."""
+@dataclass(frozen=True)
+class Order:
+    """Every attempt of a run in task order, the order of every output, without a list:
+    position p is attempt ``p % repeats + 1`` of task ``p // repeats``."""
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+    task_ids: tuple[str, ...]
+    repeats: int
+    _positions: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        positions = {task_id: n * self.repeats for n, task_id in enumerate(self.task_ids)}
+        object.__setattr__(self, "_positions", positions)
+
+    def __len__(self) -> int:
+        return len(self.task_ids) * self.repeats
+
+    def __iter__(self) -> Iterator[Key]:
+        return (self.key(position) for position in range(len(self)))
+
+    def key(self, position: int) -> Key:
+        task, attempt = divmod(position, self.repeats)
+        return self.task_ids[task], attempt + 1
+
+    def position(self, key: Key) -> int | None:
+        """Where ``key`` is in the order, or None when it is not part of this run."""
+        first = self._positions.get(key[0])
+        if first is None or not 1 <= key[1] <= self.repeats:
+            return None
+        return first + key[1] - 1
+
+
+class Journal:
+    """Appends rows from any thread; remembers where each row is, not the row itself.
+
+    The index is one 8-byte offset per attempt of the run, allocated up front, so the
+    memory a run holds does not grow with the attempts it has written.
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any], order: Order) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.order = order
         self._lock = threading.Lock()
-        self._offsets: dict[tuple[str, int], int] = {}
+        self._offsets = array("q", [-1]) * len(order)
         fresh = not path.exists() or path.stat().st_size == 0
         self._handle = path.open("a+b")
         if fresh:
-            self._write({"journal": header})
+            self._write_text(json.dumps({"journal": header}, ensure_ascii=False))
         else:
-            self._offsets, end = _scan(path)
+            end = self._scan()
             self._handle.truncate(end)  # a torn last line would glue onto the next row
 
     def append(self, row: AttemptResult, text: str) -> None:
         """Record one finished attempt; ``text`` is its redacted JSON."""
         with self._lock:
             offset = self._write_text(text)
-            self._offsets[(row.task_id, row.attempt)] = offset
+            self._remember((row.task_id, row.attempt), offset)
 
-    def done(self) -> set[tuple[str, int]]:
-        """(task id, attempt) of every attempt already journaled."""
-        return set(self._offsets)
+    def __len__(self) -> int:
+        """How many attempts of this run are journaled."""
+        return len(self._offsets) - self._offsets.count(-1)
 
-    def rows(self, order: list[tuple[str, int]]) -> Iterator[AttemptResult]:
-        """Journaled rows in ``order``, read back one at a time."""
-        for line in self.lines(order):
+    def __contains__(self, key: Key) -> bool:
+        position = self.order.position(key)
+        return position is not None and self._offsets[position] >= 0
+
+    def done(self) -> set[Key]:
+        """(task id, attempt) of every attempt of this run already journaled."""
+        return {self.order.key(p) for p, offset in enumerate(self._offsets) if offset >= 0}
+
+    def rows(self, keys: Iterable[Key] | None = None) -> Iterator[AttemptResult]:
+        """Journaled rows of ``keys`` (default: the whole run, in order), one at a time."""
+        for line in self.lines(keys):
             yield AttemptResult.model_validate_json(line)
 
-    def lines(self, order: list[tuple[str, int]]) -> Iterator[bytes]:
-        """The journaled JSON of each row in ``order``, as written (already redacted)."""
+    def lines(self, keys: Iterable[Key] | None = None) -> Iterator[bytes]:
+        """The journaled JSON of each row, as written (already redacted)."""
         with self._lock:
             self._handle.flush()
+        if keys is None:
+            offsets: Iterable[int] = self._offsets
+        else:
+            positions = (self.order.position(key) for key in keys)
+            offsets = (self._offsets[p] for p in positions if p is not None)
         with self.path.open("rb") as reader:
-            for key in order:
-                offset = self._offsets.get(key)
-                if offset is None:
-                    continue
-                reader.seek(offset)
-                yield reader.readline().rstrip(b"\n")
+            for offset in offsets:
+                if offset >= 0:
+                    reader.seek(offset)
+                    yield reader.readline().rstrip(b"\n")
 
     def close(self) -> None:
         self._handle.close()
 
-    def _write(self, record: dict[str, Any]) -> int:
-        return self._write_text(json.dumps(record, ensure_ascii=False))
+    def _remember(self, key: Key, offset: int) -> None:
+        position = self.order.position(key)
+        if position is not None:  # a row of another selection of tasks: not this run's
+            self._offsets[position] = offset
 
     def _write_text(self, text: str) -> int:
         self._handle.seek(0, 2)
@@ -81,6 +135,21 @@ class Journal:
         self._handle.write(text.encode("utf-8") + b"\n")
         self._handle.flush()
         return offset
+
+    def _scan(self) -> int:
+        """Index the complete rows already there; return where the complete lines end."""
+        with self.path.open("rb") as handle:
+            handle.readline()
+            while True:
+                offset = handle.tell()
+                line = handle.readline()
+                if not line or not line.endswith(b"\n"):
+                    return offset
+                try:
+                    row = AttemptResult.model_validate_json(line)
+                except ValidationError:
+                    continue
+                self._remember((row.task_id, row.attempt), offset)
 
 
 def read_header(path: Path) -> dict[str, Any]:
@@ -94,20 +163,3 @@ def read_header(path: Path) -> dict[str, Any]:
     if not isinstance(header, dict):
         raise ResultsError(f"journal {path}: malformed header")
     return header
-
-
-def _scan(path: Path) -> tuple[dict[tuple[str, int], int], int]:
-    """Offsets of complete rows by (task id, attempt), and where the complete lines end."""
-    offsets: dict[tuple[str, int], int] = {}
-    with path.open("rb") as handle:
-        handle.readline()
-        while True:
-            offset = handle.tell()
-            line = handle.readline()
-            if not line or not line.endswith(b"\n"):
-                return offsets, offset
-            try:
-                row = AttemptResult.model_validate_json(line)
-            except ValidationError:
-                continue
-            offsets[(row.task_id, row.attempt)] = offset

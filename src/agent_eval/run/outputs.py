@@ -1,11 +1,14 @@
-"""Write results atomically and append labbook lines that concurrent runs cannot tear."""
+"""Everything a run writes: results atomically, labbook lines concurrent runs cannot tear,
+files on a writer thread, and outputs in task order whatever the completion order."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import queue
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,3 +80,68 @@ def append_labbook(
             os.fsync(handle.fileno())
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class BackgroundWriter:
+    """Runs file writes on one thread, in the order given, so that creating a file on a
+    slow disk (most of a millisecond) never holds up the next attempt.
+
+    The queue is bounded: a disk slower than the attempts slows the run down instead of
+    filling memory. An error in a write is raised by the next submit() or by close().
+    """
+
+    def __init__(self, depth: int = 64) -> None:
+        self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._raise()
+        self._jobs.put(job)
+
+    def close(self) -> None:
+        """Finish every job already submitted, then stop."""
+        if self._thread.is_alive():
+            self._jobs.put(None)
+            self._thread.join()
+        self._raise()
+
+    def _drain(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if self._error is None:
+                try:
+                    job()
+                except BaseException as exc:  # handed to the submitting thread
+                    self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
+class InOrder:
+    """Calls ``emit`` for results in dispatch order, whatever order they finish in."""
+
+    def __init__(self, emit: Callable[[Any], None] | None) -> None:
+        self._emit = emit
+        self._ready: dict[int, Any] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def put(self, index: int, row: Any) -> None:
+        with self._lock:
+            self._ready[index] = row
+            while self._next in self._ready:
+                row = self._ready.pop(self._next)
+                self._next += 1
+                if self._emit is not None:
+                    self._emit(row)
+
+    def flush(self) -> None:
+        """After an interruption: emit what finished, skipping the gaps."""
+        with self._lock:
+            for index in sorted(self._ready):
+                if self._emit is not None:
+                    self._emit(self._ready[index])
+            self._ready.clear()

@@ -1,11 +1,10 @@
-"""Dispatch attempts to worker processes side by side, and report them in order."""
+"""Dispatch attempts to worker processes side by side."""
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from agent_eval.run.worker import Worker
 from agent_eval.run.zygote import Zygote
@@ -27,36 +26,6 @@ def preload_for(spec: str) -> list[str]:
         return [*PRELOAD, target.partition(":")[0]] if target else PRELOAD
     return PRELOAD
 
-Key = TypeVar("Key")
-Row = TypeVar("Row")
-
-
-class InOrder:
-    """Calls ``emit`` for results in dispatch order, whatever order they finish in."""
-
-    def __init__(self, emit: Callable[[Any], None] | None) -> None:
-        self._emit = emit
-        self._ready: dict[int, Any] = {}
-        self._next = 0
-        self._lock = threading.Lock()
-
-    def put(self, index: int, row: Any) -> None:
-        with self._lock:
-            self._ready[index] = row
-            while self._next in self._ready:
-                row = self._ready.pop(self._next)
-                self._next += 1
-                if self._emit is not None:
-                    self._emit(row)
-
-    def flush(self) -> None:
-        """After an interruption: emit what finished, skipping the gaps."""
-        with self._lock:
-            for index in sorted(self._ready):
-                if self._emit is not None:
-                    self._emit(self._ready[index])
-            self._ready.clear()
-
 
 class Dispatch:
     """N worker processes, one dispatcher thread each, sharing one queue of attempts."""
@@ -72,16 +41,16 @@ class Dispatch:
         self,
         pending: Sequence[Any],
         attempt: Callable[[Worker, Any, threading.Event], Any],
-        record: Callable[[Any], None],
-        on_attempt: Callable[[Any], None] | None,
+        record: Callable[[int, Any], None],
     ) -> bool:
-        """Run every pending attempt; return True when Ctrl-C cut the run short.
+        """Run every pending attempt and ``record(index in pending, result)`` as each one
+        finishes; return True when Ctrl-C cut the run short.
 
         build() failing in the first worker raises AgentLoadError before anything runs.
         """
         zygote = Zygote(preload_for(self._spec))
         try:
-            return self._run(zygote, pending, attempt, record, on_attempt)
+            return self._run(zygote, pending, attempt, record)
         finally:
             zygote.close()
 
@@ -90,8 +59,7 @@ class Dispatch:
         zygote: Zygote,
         pending: Sequence[Any],
         attempt: Callable[[Worker, Any, threading.Event], Any],
-        record: Callable[[Any], None],
-        on_attempt: Callable[[Any], None] | None,
+        record: Callable[[int, Any], None],
     ) -> bool:
         workers = [
             Worker(zygote, self._spec, self._options, self._memory)
@@ -102,11 +70,8 @@ class Dispatch:
         except KeyboardInterrupt:
             workers[0].kill()
             return True
-        jobs: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
-        for job in enumerate(pending):
-            jobs.put(job)
+        jobs, taking = enumerate(pending), threading.Lock()
         stop, killed = threading.Event(), threading.Event()
-        ordered = InOrder(on_attempt)
         failures: list[BaseException] = []
 
         finished = [threading.Event() for _ in workers]
@@ -114,15 +79,14 @@ class Dispatch:
         def serve(worker: Worker, done: threading.Event) -> None:
             try:
                 while not stop.is_set():
-                    try:
-                        index, key = jobs.get_nowait()
-                    except queue.Empty:
+                    with taking:
+                        index, key = next(jobs, (-1, None))
+                    if index < 0:
                         return
                     row = attempt(worker, key, stop)
                     if killed.is_set():
                         return  # killed mid-attempt: not finished, so not recorded
-                    record(row)
-                    ordered.put(index, row)
+                    record(index, row)
             except BaseException as exc:  # surfaced in the main thread below
                 failures.append(exc)
                 stop.set()
@@ -146,7 +110,6 @@ class Dispatch:
                     worker.close()
                 if worker.close_warning:
                     self.warnings.append(worker.close_warning)
-            ordered.flush()
         if failures:
             raise failures[0]
         return interrupted

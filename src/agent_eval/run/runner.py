@@ -15,20 +15,29 @@ import random
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 from agent_eval import __version__
 from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, AttemptResult, Task
-from agent_eval.run.attempt import AttemptPlan, run_attempt
+from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
 from agent_eval.run.config import RunConfig
 from agent_eval.run.entry import Agent, load_agent
-from agent_eval.run.journal import JOURNAL_SUFFIX, Journal, journal_path_for, read_header
-from agent_eval.run.outputs import append_labbook, write_results
+from agent_eval.run.journal import (
+    JOURNAL_SUFFIX,
+    Journal,
+    Key,
+    Order,
+    journal_path_for,
+    read_header,
+)
+from agent_eval.run.outputs import BackgroundWriter, InOrder, append_labbook, write_results
 from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
 from agent_eval.run.workspace import workspace_source
@@ -53,10 +62,10 @@ class PreparedRun:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     journal_path: Path | None = None
 
-    @property
-    def order(self) -> list[tuple[str, int]]:
+    @cached_property
+    def order(self) -> Order:
         """Every attempt of the run in task order: the order of every output."""
-        return [(t.id, a) for t in self.tasks for a in range(1, self.config.repeats + 1)]
+        return Order(tuple(t.id for t in self.tasks), self.config.repeats)
 
     @property
     def attempts(self) -> int:
@@ -78,11 +87,10 @@ class RunReport:
     def rows(self) -> list[AttemptResult]:
         """Every row, read back from disk (the run itself never held them all)."""
         if self.rows_in.name.endswith(JOURNAL_SUFFIX):
-            order = [(t["task_id"], a) for t in self.document["per_task"]
-                     for a in range(1, t["attempts"] + 1)]  # fmt: skip
-            reader = Journal(self.rows_in, {})
+            task_ids = tuple(task["task_id"] for task in self.document["per_task"])
+            reader = Journal(self.rows_in, {}, Order(task_ids, self.document["run"]["repeats"]))
             try:
-                return list(reader.rows(order))
+                return list(reader.rows())
             finally:
                 reader.close()
         rows = json.loads(self.rows_in.read_text(encoding="utf-8"))["results"]
@@ -161,77 +169,79 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     redact = Redactor.for_run(config.api_key, config.options)
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
-    journal = Journal(prepared.journal_path, _journal_header(prepared))
-    done = journal.done() & set(prepared.order)
-    resumed = {key for key in done if _finished(journal, key)}
-    pending = [key for key in prepared.order if key not in resumed]
+    order = prepared.order
+    journal = Journal(prepared.journal_path, _journal_header(prepared), order)
+    # Positions in the order, 8 bytes each: a long run's plan costs next to nothing.
+    pending = array("q", (p for p, key in enumerate(order) if not _finished(journal, key)))
+    resumed = len(order) - len(pending)
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
     plan = _plan(prepared, redact)
     clock = time.perf_counter()
 
-    def attempt(worker: Any, key: tuple[str, int], stop: threading.Event) -> AttemptResult | None:
-        task, number = by_id[key[0]], key[1]
+    def attempt(worker: Any, position: int, stop: threading.Event) -> Scored:
+        task_id, number = order.key(position)
+        task = by_id[task_id]
         for try_number in range(config.max_infra_retries + 1):
-            row, infra = run_attempt(plan, worker, task, number)
-            if row.failure_class != "infra_error" or try_number == config.max_infra_retries:
+            scored = run_attempt(plan, worker, task, number)
+            if scored.row.failure_class != "infra_error" or try_number == config.max_infra_retries:
                 break
-            _set_aside(plan.results_dir, row, try_number + 1)
+            scored.save(config.trajectory_dir, tag=f".try{try_number + 1}")  # kept, not journaled
             delay = config.retry_backoff * 2**try_number
-            wait = (infra or {}).get("retry_after")
+            wait = (scored.infra or {}).get("retry_after")
             if isinstance(wait, int | float):
                 delay = max(delay, float(wait))
             if stop.wait(min(delay, MAX_RETRY_WAIT)):
                 break
-        row = row.model_copy(update={"infra_retries": try_number})
-        return row
+        return replace(scored, row=scored.row.model_copy(update={"infra_retries": try_number}))
 
-    def record(row: AttemptResult) -> None:
-        journal.append(row, redact(row.model_dump_json()))
+    def keep(index: int, scored: Scored) -> None:
+        """Trajectory file, then journal line, then the caller: each step can rely on
+        the one before (a journaled row's file exists; on_attempt sees a kept row)."""
+        scored.save(config.trajectory_dir)
+        journal.append(scored.row, redact(scored.row.model_dump_json()))
+        in_order.put(index, scored.row)
 
+    in_order = InOrder(on_attempt)
+    writer = BackgroundWriter()
     dispatch = Dispatch(config.agent, _base_options(prepared), config.concurrency,
                         config.max_memory_mb)  # fmt: skip
     try:
-        interrupted = dispatch.run(pending, attempt, record, on_attempt)
+        try:
+            interrupted = dispatch.run(
+                pending, attempt, lambda index, scored: writer.submit(partial(keep, index, scored))
+            )
+        finally:
+            writer.close()  # every attempt that finished reaches the journal
+        in_order.flush()
     except BaseException:
         journal.close()
-        if not journal.done():  # nothing ran (build failed): leave no journal to resume
+        if not journal:  # nothing ran (build failed): leave no journal to resume
             prepared.journal_path.unlink(missing_ok=True)
         raise
-    journal.close()
-    reader = Journal(prepared.journal_path, {})
     try:
         tally = Tally(config.prices.as_dict())
-        for row in reader.rows(prepared.order):
+        for row in journal.rows():
             tally.add(row)
         head = results_head(prepared, tally, time.perf_counter() - clock, interrupted)
         head["run"]["warnings"] = dispatch.warnings
         rows_in, written = prepared.journal_path, 0
         if config.out is not None:
-            written = write_results(config.out, head, reader.lines(prepared.order), redact)
+            written = write_results(config.out, head, journal.lines(), redact)
             rows_in = config.out
     finally:
-        reader.close()
+        journal.close()
     if config.out is not None and not interrupted and written == prepared.attempts:
         prepared.journal_path.unlink(missing_ok=True)
     if config.labbook is not None and not interrupted:
         append_labbook(config.labbook, head["run"], redact)
-    return RunReport(head, rows_in, interrupted, len(resumed))
+    return RunReport(head, rows_in, interrupted, resumed)
 
 
-def _set_aside(results_dir: Path, row: AttemptResult, try_number: int) -> None:
-    """Keep a failed try's trajectory (and diff) under `.tryN`: the retry takes the name."""
-    if row.trajectory_file:
-        path = results_dir / row.trajectory_file
-        for kept in (path, path.with_suffix(".diff")):
-            if kept.exists():
-                kept.rename(kept.with_name(f"{path.stem}.try{try_number}{kept.suffix}"))
-
-
-def _finished(journal: Journal, key: tuple[str, int]) -> bool:
+def _finished(journal: Journal, key: Key) -> bool:
     """A journaled attempt counts as finished unless its endpoint failed: those re-run."""
-    return all(row.failure_class != "infra_error" for row in journal.rows([key]))
+    return key in journal and all(row.failure_class != "infra_error" for row in journal.rows([key]))
 
 
 def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:

@@ -77,9 +77,9 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], memory_mb: int 
         conn.send(_attempt(agent.run_task, message[1], message[2], memory_mb))
 
 
-def _attempt(run_task: Any, task: str, options: dict[str, Any], memory_mb: int | None) -> tuple[
-    str, Any, Any
-]:
+def _attempt(
+    run_task: Any, task: str, options: dict[str, Any], memory_mb: int | None
+) -> tuple[str, Any, Any]:
     try:
         raw = run_task(task, options)
         infra = raw.get("infra_error") if isinstance(raw, dict) else None
@@ -176,5 +176,3 @@ class Worker:
         if code < 0:
             return f"agent process killed by {signal.Signals(-code).name}"
         return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
-
-

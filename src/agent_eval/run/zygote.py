@@ -3,7 +3,7 @@
 Starting a fresh Python and importing the harness, httpx and the search index's numpy
 and scipy costs about a second of CPU. At --concurrency 32 on two cores that start-up
 would dwarf the run, so one zygote process imports everything once and forks each
-worker from itself. It is single-threaded, so forking it is safe, and it is a fresh
+worker from itself (the first worker before those imports, see serve()). It is single-threaded, so forking it is safe, and it is a fresh
 interpreter, so a caller's own script is never re-imported. It also reaps its
 children, which is how the parent learns a dead worker's exit status.
 """
@@ -79,9 +79,9 @@ def serve(fd: int) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
-    for module in conn.recv():
-        with contextlib.suppress(Exception):  # a preload is only an optimisation
-            importlib.import_module(module)
+    # The first worker is forked before the preload, so a run with one worker never
+    # waits for imports its agent may not need; later forks come after it.
+    preload: list[str] = conn.recv()
     conn.send("ready")
     while True:
         try:
@@ -105,6 +105,10 @@ def serve(fd: int) -> None:
                     os._exit(code)
             os.close(child_fd)
             conn.send(pid)
+            for module in preload:
+                with contextlib.suppress(Exception):  # a preload is only an optimisation
+                    importlib.import_module(module)
+            preload = []
         elif message[0] == "reap":
             _, status = os.waitpid(message[1], 0)
             conn.send(os.waitstatus_to_exitcode(status))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,6 +13,7 @@ from agent_eval.records import RESULTS_SCHEMA
 
 UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_PART = 60
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def safe_part(value: str) -> str:
@@ -29,26 +31,26 @@ def trajectory_name(stamp: str, scaffold: str, model: str, task_id: str, attempt
     return "-".join(parts) + f"-r{attempt}.jsonl"
 
 
-def write_trajectory(
-    folder: Path,
-    name: str,
-    meta: dict[str, Any],
-    records: Iterable[dict[str, Any]],
-    score: dict[str, Any],
-    redact: Any = None,
-) -> Path:
-    """Write meta line, agent records and the harness's score line; return the path.
-
-    ``redact`` maps each serialised line to its secret-free form before it is written.
-    """
-    path = folder / name
-    if path.resolve().parent != folder.resolve():
-        raise ValueError(f"trajectory name {name!r} would leave {folder}")
+def trajectory_text(
+    meta: dict[str, Any], records: Iterable[dict[str, Any]], score: dict[str, Any]
+) -> str:
+    """A trajectory file's text: the meta line, the agent's records, the score line."""
     lines = [{"meta": {"schema": RESULTS_SCHEMA, **meta}}, *records, {"type": "score", **score}]
-    with path.open("w", encoding="utf-8") as handle:
-        for record in lines:
-            text = json.dumps(record, ensure_ascii=False, default=str)
-            handle.write((redact(text) if redact else text) + "\n")
+    return "".join(_encode(record) + "\n" for record in lines)
+
+
+def write_new_file(folder: Path, name: str, text: str) -> Path:
+    """Write ``text`` to ``folder/name``; return the path.
+
+    ``name`` must be one plain file name (see trajectory_name), and the file is opened
+    without following a symbolic link, so the write cannot land outside ``folder``.
+    """
+    if "/" in name or name in {"", ".", ".."}:
+        raise ValueError(f"file name {name!r} would leave {folder}")
+    path = folder / name
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    with open(os.open(path, flags, 0o644), "w", encoding="utf-8") as handle:
+        handle.write(text)
     return path
 
 
