@@ -3,6 +3,7 @@ files on a writer thread, and outputs in task order whatever the completion orde
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -93,27 +94,36 @@ class BackgroundWriter:
     def __init__(self, depth: int = 64) -> None:
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(depth)
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._drain, name="writer", daemon=True)
-        self._thread.start()
+        self._finished = threading.Event()
+        threading.Thread(target=self._drain, name="writer", daemon=True).start()
 
     def submit(self, job: Callable[[], None]) -> None:
         self._raise()
         self._jobs.put(job)
 
     def close(self) -> None:
-        """Finish every job already submitted, then stop."""
-        if self._thread.is_alive():
+        """Finish every job already submitted, then stop.
+
+        A Ctrl-C here does not cut it short: what is queued are attempts that finished,
+        at most a few milliseconds of writing, and they belong in the journal.
+        """
+        if not self._finished.is_set():
             self._jobs.put(None)
-            self._thread.join()
+        while not self._finished.is_set():
+            with contextlib.suppress(KeyboardInterrupt):
+                self._finished.wait(0.1)
         self._raise()
 
     def _drain(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            if self._error is None:
-                try:
-                    job()
-                except BaseException as exc:  # handed to the submitting thread
-                    self._error = exc
+        try:
+            while (job := self._jobs.get()) is not None:
+                if self._error is None:
+                    try:
+                        job()
+                    except BaseException as exc:  # handed to the submitting thread
+                        self._error = exc
+        finally:
+            self._finished.set()
 
     def _raise(self) -> None:
         if self._error is not None:

@@ -3,9 +3,10 @@
 Starting a fresh Python and importing the harness, httpx and the search index's numpy
 and scipy costs about a second of CPU. At --concurrency 32 on two cores that start-up
 would dwarf the run, so one zygote process imports everything once and forks each
-worker from itself (the first worker before those imports, see serve()). It is single-threaded, so forking it is safe, and it is a fresh
-interpreter, so a caller's own script is never re-imported. It also reaps its
-children, which is how the parent learns a dead worker's exit status.
+worker from itself (the first worker before those imports, see serve()). It is
+single-threaded, so forking it is safe, and it is a fresh interpreter, so a caller's
+own script is never re-imported. It also reaps its children, which is how the parent
+learns a dead worker's exit status.
 """
 
 from __future__ import annotations
