@@ -1,0 +1,34 @@
+"""What every command shares: exit codes, the progress bar, optional paths."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+EXIT_OK, EXIT_INPUT, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+@contextmanager
+def progress_bar(total: int, label: str) -> Iterator[Any]:
+    """A rich progress bar on stderr, only when stderr is a terminal."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield (progress, progress.add_task(label, total=total))
+
+
+def optional_path(value: str | None) -> Path | None:
+    return Path(value) if value else None

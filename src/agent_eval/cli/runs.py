@@ -1,0 +1,273 @@
+"""Commands that run things: validate, run, rescore, audit, index and demo."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_eval.cli.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    optional_path,
+    progress_bar,
+)
+from agent_eval.errors import SuiteError
+
+
+@click.command()
+@click.argument("suite")
+def validate(suite: str) -> int:
+    """Check SUITE (a path or a shipped name such as part26) and list every problem."""
+    from agent_eval.suite import load_suite
+
+    try:
+        loaded = load_suite(suite)
+    except SuiteError as exc:
+        for problem in exc.problems:
+            click.echo(problem)
+        raise SuiteError(f"suite {suite}: {len(exc.problems)} problem(s) listed above") from exc
+    s = loaded.suite
+    docs = f", documents in {loaded.documents}" if loaded.documents else ""
+    click.echo(f"ok  {s.name} {s.version}: {len(s.tasks)} task(s), {loaded.hash}{docs}")
+    return EXIT_OK
+
+
+RUN_HELP = """Run every task of a suite against an agent, with repeats.
+
+\b
+AGENT forms:  path/to/agent.py | package.module:object | builtin:NAME
+Examples:
+  agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
+  agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
+
+Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
+"""
+
+
+@click.command(help=RUN_HELP)
+@click.option("--agent", required=True, help="A .py file, module:object or builtin:NAME.")
+@click.option("--tasks", default="part26", show_default=True, help="Suite file or shipped name.")
+@click.option("--only", multiple=True, help="Keep only tasks of this category (repeatable).")
+@click.option("--task-id", "task_ids", multiple=True, help="Keep only this task id (repeatable).")
+@click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
+@click.option("--out", help="Write the results JSON here.")
+@click.option(
+    "--trajectory-dir", default="trajectories", show_default=True,
+    help="Folder for one JSON-lines trajectory per attempt.",
+)
+@click.option(
+    "--base-url", envvar="OPENAI_BASE_URL", default="http://127.0.0.1:4000/v1", show_default=True,
+    help="OpenAI-compatible endpoint given to the agent [env OPENAI_BASE_URL].",
+)
+@click.option("--model", default="local/chat", show_default=True, help="Model name for the agent.")
+@click.option("--router-model", help="Model for a multi-agent router (default: --model).")
+@click.option(
+    "--api-key", envvar="OPENAI_API_KEY", help="API key for the endpoint [env OPENAI_API_KEY]; "
+    "never written to any file.",
+)
+@click.option("--workspace", help="Folder copied fresh into each attempt (default: suite's).")
+@click.option("--index", help="A search index built by `agent-eval index`, given to the agent.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Extra option passed to the agent (repeatable), e.g. tool_mode=json.")
+@click.option("--cost-per-million", type=float, help="Your price per million tokens.")
+@click.option("--input-cost-per-million", type=float, help="Your price per million input tokens.")
+@click.option("--output-cost-per-million", type=float, help="Your price per million output tokens.")
+@click.option("--quant", help="Quantisation label recorded with the run, e.g. Q4_K_M.")
+@click.option("--engine", help="Inference engine recorded with the run, e.g. llama.cpp.")
+@click.option("--engine-version", help="Engine version recorded with the run.")
+@click.option("--notes", help="Free text recorded with the run.")
+@click.option("--lab", help="Lab or project label recorded with the run.")
+@click.option("--labbook", help="Append the run's record to this JSON-lines file.")
+@click.option("--verbose", is_flag=True, help="Print each answer and what failed.")
+@click.option("--concurrency", default=1, show_default=True, type=int,
+              help="Attempts run side by side, each in its own worker process.")
+@click.option("--max-infra-retries", default=2, show_default=True, type=int,
+              help="Retries of an attempt whose endpoint failed (down, timeout, 429, 5xx).")
+@click.option("--timeout-per-task", type=float,
+              help="Hard time budget per attempt in seconds (a task's max_seconds wins).")
+@click.option("--max-memory-mb", type=int, help="Memory limit of each worker process.")
+@click.option("--resume", help="Continue an interrupted run from its results file or journal.")
+@click.option("--seed", type=int, help="Seed for every choice the harness makes.")
+@click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
+@click.option("--otlp-endpoint",
+              help="Send each attempt as an OpenTelemetry trace to this OTLP/HTTP endpoint.")
+@click.option("--otlp-header", "otlp_headers", multiple=True, metavar="KEY=VALUE",
+              help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.")
+@click.option("--otlp-content", is_flag=True,
+              help="Also send the task text, model content and tool results.")
+def run(**flags: Any) -> int:
+    from agent_eval.run.config import Prices, RunConfig, parse_options
+    from agent_eval.run.console import attempt_detail, attempt_line, header, summary_block
+    from agent_eval.run.runner import execute, prepare
+
+    config = RunConfig(
+        agent=flags["agent"],
+        tasks=flags["tasks"],
+        only=tuple(flags["only"]),
+        task_ids=tuple(flags["task_ids"]),
+        repeats=flags["repeats"],
+        out=optional_path(flags["out"]),
+        trajectory_dir=Path(flags["trajectory_dir"]),
+        base_url=flags["base_url"],
+        model=flags["model"],
+        router_model=flags["router_model"],
+        api_key=flags["api_key"],
+        workspace=optional_path(flags["workspace"]),
+        index=optional_path(flags["index"]),
+        options=parse_options(flags["options"]),
+        prices=Prices(
+            flags["cost_per_million"],
+            flags["input_cost_per_million"],
+            flags["output_cost_per_million"],
+        ),
+        quant=flags["quant"],
+        engine=flags["engine"],
+        engine_version=flags["engine_version"],
+        notes=flags["notes"],
+        lab=flags["lab"],
+        labbook=optional_path(flags["labbook"]),
+        concurrency=flags["concurrency"],
+        max_infra_retries=flags["max_infra_retries"],
+        timeout_per_task=flags["timeout_per_task"],
+        max_memory_mb=flags["max_memory_mb"],
+        resume=optional_path(flags["resume"]),
+        seed=flags["seed"],
+        shuffle=flags["shuffle"],
+    )
+    if config.resume is not None and config.out is None and config.resume.suffix == ".json":
+        config = replace(config, out=config.resume)
+    prepared = prepare(config)
+    exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
+    run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
+    base = config.out.resolve().parent if config.out is not None else Path.cwd()
+    click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
+    click.echo(prepared.workspace_note, err=True)
+    with progress_bar(prepared.attempts, "attempts") as bar:
+
+        def on_attempt(row: Any) -> None:
+            click.echo(attempt_line(row))
+            if flags["verbose"]:
+                for line in attempt_detail(row):
+                    click.echo(line)
+            if exporter is not None and row.trajectory_file:
+                exporter.export_trajectory(base / row.trajectory_file, run_info)
+            if bar is not None:
+                bar[0].advance(bar[1])
+
+        try:
+            report = execute(prepared, on_attempt)
+        finally:
+            if exporter is not None:
+                exporter.shutdown()
+    if report.resumed:
+        click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
+    click.echo("")
+    for line in summary_block(report.document["run"]["summary"], config.prices.as_dict()):
+        click.echo(line)
+    if config.out is not None:
+        click.echo(f"results written to {config.out}", err=True)
+    if report.interrupted:
+        click.echo("Error: interrupted; the attempts that finished were written", err=True)
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+def _otlp_exporter(flags: dict[str, Any]) -> Any:
+    """The trace exporter `run --otlp-endpoint` asks for, or None."""
+    if not flags["otlp_endpoint"]:
+        return None
+    from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
+
+    headers = {
+        **parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+        **parse_header_items(flags["otlp_headers"]),
+    }
+    return OtlpExporter(
+        flags["otlp_endpoint"],
+        headers,
+        content=flags["otlp_content"],
+        warn=lambda message: click.echo(f"Warning: {message}", err=True),
+    )
+
+
+@click.command()
+@click.argument("results")
+@click.option("--tasks", required=True, help="The suite to score against (path or name).")
+@click.option("--out", help="Write the rescored results here (default: only print).")
+def rescore(results: str, tasks: str, out: str | None) -> int:
+    """Score the saved attempts in RESULTS again against SUITE, without running anything."""
+    from agent_eval.run.rescore import rescore as rescore_results
+
+    outcome = rescore_results(Path(results), tasks, optional_path(out))
+    for line in outcome.lines:
+        click.echo(line)
+    return EXIT_OK if outcome.all_passed else EXIT_FAILED
+
+
+@click.command()
+@click.argument("suite")
+@click.option("--format", "fmt", default="text", show_default=True,
+              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
+@click.option("--workspace", help="Documents folder, for a suite that ships none.")
+def audit(suite: str, fmt: str, workspace: str | None) -> int:
+    """Run degenerate baselines (empty answer, echo the task, dump every document, top
+    search passage, "I cannot find that") on SUITE and list the tasks they pass.
+
+    Exit code 2 when some task can be gamed, so CI can guard a suite.
+    """
+    import json
+
+    from agent_eval.run.audit import audit as run_audit
+
+    found = run_audit(suite, optional_path(workspace))
+    if fmt == "json":
+        click.echo(json.dumps(found.as_json(), indent=2))
+    else:
+        for line in found.lines():
+            click.echo(line)
+    return EXIT_FAILED if found.gameable else EXIT_OK
+
+
+@click.command()
+@click.argument("folder")
+@click.option("-o", "--out", required=True, help="Where to write the index folder.")
+def index(folder: str, out: str) -> int:
+    """Build a BM25 search index of the documents in FOLDER once; give it to runs with
+    --index so every attempt searches it instead of indexing its workspace.
+    """
+    from agent_eval.tools.search_documents import build_index
+
+    count = build_index(Path(folder), Path(out))
+    click.echo(f"indexed {count} passage(s) from {folder} into {out}")
+    return EXIT_OK
+
+
+@click.command()
+@click.option("--out-dir", default="demo-out", show_default=True,
+              help="Folder for results, trajectories, HTML reports and the labbook.")
+@click.option("--repeats", default=3, show_default=True, type=int, help="Attempts per task.")
+@click.option("--task-id", "task_ids", multiple=True,
+              help="Run only this part26 task (repeatable), for a quick look.")
+@click.option("--parallel", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Model instances, and attempts run side by side.")
+def demo(out_dir: str, repeats: int, task_ids: tuple[str, ...], parallel: int) -> int:
+    """The main job: the shipped suite against both reference agents on the embedded
+    local model, offline. Prints each run's report and their comparison, writes HTML
+    reports and a labbook, and stops the model server.
+    """
+    from agent_eval.demo import DemoPlan, run_demo
+
+    @contextmanager
+    def progress(total: int, label: str) -> Iterator[Callable[[], None]]:
+        with progress_bar(total, label) as bar:
+            yield (lambda: bar[0].advance(bar[1])) if bar is not None else (lambda: None)
+
+    plan = DemoPlan(Path(out_dir), repeats, parallel=parallel, task_ids=task_ids)
+    return run_demo(click.echo, progress, plan)
