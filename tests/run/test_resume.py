@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -78,6 +79,41 @@ def test_ctrl_c_then_resume_matches_an_uninterrupted_run(
     assert sorted(calls) == sorted(set(calls)), "an attempt that finished ran again"
     assert len(calls) <= 16 + 2  # at most the attempts in flight at each interruption repeat
     assert not (tmp_path / "part.json.journal.jsonl").exists()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_ctrl_c_at_a_random_point_kill_and_resume_loses_nothing(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path], seed: int
+) -> None:
+    """The second Ctrl-C kills attempts in flight; those, and only those, run again."""
+    write_agent(SLOW_AGENT)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["yes"]} for i in range(8)])
+    whole = start(tmp_path, "whole.json", "--concurrency", "3")
+    whole.communicate(timeout=60)
+    (tmp_path / "calls.log").unlink()
+
+    proc = start(tmp_path, "part.json", "--concurrency", "3")
+    calls = tmp_path / "calls.log"
+    while not calls.exists():
+        time.sleep(0.01)
+    time.sleep(random.Random(seed).uniform(0.1, 0.4))  # a random point mid-run
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    journaled = len((tmp_path / "part.json.journal.jsonl").read_text().splitlines()) - 1
+    assert (tmp_path / "part.json").exists(), err
+    assert json.loads((tmp_path / "part.json").read_text())["run"]["interrupted"] is True
+    assert len(json.loads((tmp_path / "part.json").read_text())["results"]) == journaled
+
+    done = start(tmp_path, "part.json", "--resume", "part.json", "--concurrency", "3")
+    _out, err = done.communicate(timeout=60)
+    assert done.returncode == 2, err
+    assert comparable(tmp_path / "part.json") == comparable(tmp_path / "whole.json")
+    ran = calls.read_text().splitlines()
+    assert len(ran) - len(set(ran)) <= 3  # only the attempts killed in flight ran twice
+    assert len(set(ran)) == 16
 
 
 def test_resume_refuses_a_changed_suite(

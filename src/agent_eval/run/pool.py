@@ -88,7 +88,8 @@ class Dispatch:
                         return  # killed mid-attempt: not finished, so not recorded
                     record(index, row)
             except BaseException as exc:  # surfaced in the main thread below
-                failures.append(exc)
+                if not killed.is_set():  # a kill cuts start-ups short too: not a failure
+                    failures.append(exc)
                 stop.set()
             finally:
                 done.set()

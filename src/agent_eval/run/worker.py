@@ -13,6 +13,7 @@ import contextlib
 import os
 import resource
 import signal
+import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -102,14 +103,19 @@ class Worker:
         self._args = (spec, options, memory_mb)
         self._pid: int | None = None
         self._conn: Connection | None = None
+        self._lock = threading.Lock()
+        """The dispatcher thread and a second Ctrl-C can both end the process at once:
+        whoever takes the pid first reaps it, and only once."""
         self.close_warning: str | None = None
 
     def start(self) -> None:
         """Fork a worker from the zygote and wait for build(); AgentLoadError if it fails."""
-        self._pid, self._conn = self._zygote.fork()
+        pid, conn = self._zygote.fork()
+        with self._lock:
+            self._pid, self._conn = pid, conn
         try:
-            self._conn.send(self._args)
-            status, detail = self._conn.recv()
+            conn.send(self._args)
+            status, detail = conn.recv()
         except (EOFError, OSError):
             status, detail = "failed", f"agent {self._args[0]}: {self._death()}"
         if status != "ready":
@@ -156,23 +162,25 @@ class Worker:
 
     def kill(self) -> None:
         """End the process and everything it started, now, whatever it is doing."""
-        if self._pid is not None:
+        with self._lock:
+            pid, conn, self._pid, self._conn = self._pid, self._conn, None, None
+        if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 try:
-                    os.killpg(self._pid, signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)
                 except PermissionError:  # not yet its own group leader: the pid alone
-                    os.kill(self._pid, signal.SIGKILL)
-            self._zygote.reap(self._pid)
-        if self._conn is not None:
-            self._conn.close()
-        self._pid, self._conn = None, None
+                    os.kill(pid, signal.SIGKILL)
+            self._zygote.reap(pid)
+        if conn is not None:
+            conn.close()
 
     def _death(self) -> str:
         """Why the worker died, from its exit code; the process is reaped here."""
-        if self._pid is None:
+        with self._lock:
+            pid, self._pid = self._pid, None
+        code = None if pid is None else self._zygote.reap(pid)
+        if code is None:
             return "agent process is gone"
-        code = self._zygote.reap(self._pid)
-        self._pid = None
         if code < 0:
             return f"agent process killed by {signal.Signals(-code).name}"
         return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"

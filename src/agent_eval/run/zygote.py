@@ -56,11 +56,12 @@ class Zygote:
         theirs.close()
         return pid, Connection(mine.detach())
 
-    def reap(self, pid: int) -> int:
-        """Wait for a worker that is dead or killed; its exit code (-N for signal N)."""
+    def reap(self, pid: int) -> int | None:
+        """Wait for a worker that is dead or killed; its exit code (-N for signal N), or
+        None when it was reaped already."""
         with self._lock:
             self._conn.send(("reap", pid))
-            code: int = self._conn.recv()
+            code: int | None = self._conn.recv()
         return code
 
     def close(self) -> None:
@@ -111,8 +112,12 @@ def serve(fd: int) -> None:
                     importlib.import_module(module)
             preload = []
         elif message[0] == "reap":
-            _, status = os.waitpid(message[1], 0)
-            conn.send(os.waitstatus_to_exitcode(status))
+            try:
+                _, status = os.waitpid(message[1], 0)
+            except ChildProcessError:  # reaped already: never let that end the zygote
+                conn.send(None)
+            else:
+                conn.send(os.waitstatus_to_exitcode(status))
         else:
             return
 
