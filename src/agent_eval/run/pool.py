@@ -9,7 +9,13 @@ from typing import Any
 from agent_eval.run.worker import Worker
 from agent_eval.run.zygote import Zygote
 
-PRELOAD = ["agent_eval.run.worker", "agent_eval.tools", "agent_eval.models.client"]
+PRELOAD = [
+    "agent_eval.run.worker",
+    "agent_eval.tools",
+    "agent_eval.models.client",
+    "encodings.idna",  # imported late by the first request to a host name
+    "multiprocessing.synchronize",  # imported late by the search index's progress bars
+]
 """Modules every worker needs, imported once in the zygote."""
 
 
@@ -48,7 +54,7 @@ class Dispatch:
 
         build() failing in the first worker raises AgentLoadError before anything runs.
         """
-        zygote = Zygote(preload_for(self._spec))
+        zygote = Zygote(preload_for(self._spec), preload_first=self._concurrency > 1)
         try:
             return self._run(zygote, pending, attempt, record)
         finally:
@@ -104,6 +110,9 @@ class Dispatch:
         try:
             interrupted = _wait(finished, stop, killed, workers)
         finally:
+            for worker in workers:
+                if not killed.is_set():
+                    worker.ask_to_close()
             for worker in workers:
                 if killed.is_set():
                     worker.kill()

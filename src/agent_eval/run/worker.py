@@ -106,6 +106,7 @@ class Worker:
         self._lock = threading.Lock()
         """The dispatcher thread and a second Ctrl-C can both end the process at once:
         whoever takes the pid first reaps it, and only once."""
+        self._closing = False
         self.close_warning: str | None = None
 
     def start(self) -> None:
@@ -149,11 +150,19 @@ class Worker:
             self.kill()  # after a MemoryError the process is not worth trusting
         return Outcome(None, value, kind)
 
+    def ask_to_close(self) -> None:
+        """Ask the agent to close() without waiting: asking every worker before close()
+        waits on any lets them all close at once."""
+        if self._conn is not None and not self._closing:
+            self._closing = True
+            with contextlib.suppress(OSError):
+                self._conn.send(("close",))
+
     def close(self) -> None:
-        """Ask the agent to close(), then end the process."""
+        """Have the agent close(), wait for it, then end the process."""
+        self.ask_to_close()
         if self._conn is not None:
             try:
-                self._conn.send(("close",))
                 if self._conn.poll(30):
                     self.close_warning = self._conn.recv()[1]
             except (EOFError, OSError):

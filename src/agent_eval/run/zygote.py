@@ -3,7 +3,7 @@
 Starting a fresh Python and importing the harness, httpx and the search index's numpy
 and scipy costs about a second of CPU. At --concurrency 32 on two cores that start-up
 would dwarf the run, so one zygote process imports everything once and forks each
-worker from itself (the first worker before those imports, see serve()). It is
+worker from itself (with one worker, it forks it before those imports). It is
 single-threaded, so forking it is safe, and it is a fresh interpreter, so a caller's
 own script is never re-imported. It also reaps its children, which is how the parent
 learns a dead worker's exit status.
@@ -30,7 +30,9 @@ SINGLE_THREADED_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MK
 class Zygote:
     """The parent's handle on the zygote: fork a worker, reap one, stop."""
 
-    def __init__(self, preload: list[str]) -> None:
+    def __init__(self, preload: list[str], preload_first: bool = True) -> None:
+        """``preload_first=False`` forks the first worker before importing ``preload``:
+        with one worker the imports are only needed if it has to be replaced."""
         mine, theirs = socket.socketpair()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "agent_eval.run.zygote", str(theirs.fileno())],
@@ -43,7 +45,7 @@ class Zygote:
         theirs.close()
         self._conn = Connection(mine.detach())
         self._lock = threading.Lock()
-        self._conn.send(preload)
+        self._conn.send((preload, preload_first))
         self._conn.recv()
 
     def fork(self) -> tuple[int, Connection]:
@@ -81,9 +83,10 @@ def serve(fd: int) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
-    # The first worker is forked before the preload, so a run with one worker never
-    # waits for imports its agent may not need; later forks come after it.
-    preload: list[str] = conn.recv()
+    preload, preload_first = conn.recv()
+    if preload_first:
+        _import(preload)
+        preload = []
     conn.send("ready")
     while True:
         try:
@@ -107,9 +110,7 @@ def serve(fd: int) -> None:
                     os._exit(code)
             os.close(child_fd)
             conn.send(pid)
-            for module in preload:
-                with contextlib.suppress(Exception):  # a preload is only an optimisation
-                    importlib.import_module(module)
+            _import(preload)  # after the first worker, when it was not done before it
             preload = []
         elif message[0] == "reap":
             try:
@@ -120,6 +121,12 @@ def serve(fd: int) -> None:
                 conn.send(os.waitstatus_to_exitcode(status))
         else:
             return
+
+
+def _import(modules: list[str]) -> None:
+    for module in modules:
+        with contextlib.suppress(Exception):  # a preload is only an optimisation
+            importlib.import_module(module)
 
 
 if __name__ == "__main__":
