@@ -199,3 +199,23 @@ def test_parallel_attempts_are_identical(mock_model: Start, agent_options: Optio
     assert [r["answer"] for r in results] == ["Ada Brand.", "Ada Brand."]
     assert shape(results[0]) == shape(results[1])
     assert results[0]["tokens"] == results[1]["tokens"]
+
+
+def test_attempts_share_the_connection_build_prepared(
+    mock_model: Start, agent_options: Options
+) -> None:
+    server = mock_model(
+        {"replies": [call("search_documents", query="lamp"), {"content": "19:00."}]}
+    )
+    options = agent_options(server)
+    minimal.build(options)
+    try:
+        answers = [run(options)["answer"] for _ in range(3)]
+    finally:
+        minimal.close()
+    assert answers == ["19:00."] * 3
+    assert (server.request_count, server.connections) == (6, 1)
+    # After close() the next attempt opens a client (and a connection) of its own.
+    assert run(options)["answer"] == "19:00."
+    assert server.connections == 2
+    minimal.close()

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
+import ssl
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +118,134 @@ def test_the_api_key_never_shows(mock_model: Start) -> None:
     with ChatClient(server.base_url, api_key="sk-very-secret") as client:
         assert "sk-very-secret" not in repr(client)
     assert "sk-very-secret" not in str(failure(server.base_url, api_key="sk-very-secret"))
+
+
+def once(fault: dict[str, str]) -> dict[str, Any]:
+    """A script that answers the first request with ``fault`` and every later one with hi."""
+    return {"rules": [{"times": 1, "reply": fault}], "default": {"content": "hi"}}
+
+
+def test_one_connection_serves_every_request(mock_model: Start) -> None:
+    server = mock_model({"default": {"content": "hi"}})
+    with ChatClient(server.base_url) as client:
+        for _ in range(3):
+            client.chat("m", USER)
+    assert (server.request_count, server.connections) == (3, 1)
+
+
+def test_an_error_reply_keeps_the_connection(mock_model: Start) -> None:
+    server = mock_model(once({"fault": "500"}))
+    with ChatClient(server.base_url) as client:
+        with pytest.raises(ModelEndpointError):
+            client.chat("m", USER)
+        assert client.chat("m", USER).content == "hi"
+    assert server.connections == 1
+
+
+def test_a_timed_out_connection_is_replaced(mock_model: Start) -> None:
+    server = mock_model(once({"fault": "timeout"}), hang_seconds=5)
+    with ChatClient(server.base_url, timeout=0.3) as client:
+        with pytest.raises(ModelEndpointError):
+            client.chat("m", USER)
+        assert client.chat("m", USER).content == "hi"
+    assert server.connections == 2
+
+
+def mock_model_process(script: Path, port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """`agent-eval mock-model` in its own process, and its base URL."""
+    command = [sys.executable, "-m", "agent_eval", "mock-model", "--script", str(script),
+               "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().split(" on ")[1].split()[0]
+
+
+def test_a_kept_connection_survives_a_server_restart(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"default": {"content": "hi"}}), encoding="utf-8")
+    first, base_url = mock_model_process(script)
+    port = int(base_url.rsplit(":", 1)[1].removesuffix("/v1"))
+    second = None
+    try:
+        with ChatClient(base_url, timeout=10) as client:
+            assert client.chat("m", USER).content == "hi"
+            first.kill()
+            first.wait()
+            with pytest.raises(ModelEndpointError) as down:
+                client.chat("m", USER)
+            assert down.value.kind == "connection"
+            second, _ = mock_model_process(script, port)
+            assert client.chat("m", USER).content == "hi"
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+                proc.communicate()
+
+
+def test_a_plain_http_client_needs_nothing_its_module_did_not_import() -> None:
+    # A worker forked from a process that imported the client module should build its
+    # client without importing anything (httpx loads its transport on first use).
+    code = (
+        "import sys; from agent_eval.models.client import ChatClient; "
+        "before = set(sys.modules); ChatClient('http://127.0.0.1:9/v1').close(); "
+        "print(sorted(set(sys.modules) - before))"
+    )
+    # Without a proxy, as the proxy case keeps httpx's default TLS set-up.
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+@pytest.fixture
+def tls_endpoint(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTPS chat endpoint on loopback with a self-signed certificate, and the cert."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    body = json.dumps({"choices": [{"message": {"content": "secure"}}]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{httpd.server_address[1]}/v1", cert
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_an_https_endpoint_is_verified(tls_endpoint: tuple[str, Path]) -> None:
+    base_url, _ = tls_endpoint
+    error = failure(base_url)
+    assert error.kind == "connection"
+    assert "CERTIFICATE_VERIFY_FAILED" in str(error)
+
+
+def test_an_https_endpoint_with_a_trusted_certificate_answers(
+    tls_endpoint: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base_url, cert = tls_endpoint
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # httpx's trust store from the environment
+    with ChatClient(base_url) as client:
+        assert client.chat("m", USER).content == "secure"

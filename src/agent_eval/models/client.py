@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import email.utils
 import json
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.request import getproxies
 
+# httpx imports its transport (httpcore, h11) on the first Client, not on import. Importing
+# it here lets a process that preloads this module and forks workers (the harness's
+# zygote) pay for it once, instead of ~40 ms of CPU in every worker.
+import httpcore  # noqa: F401
 import httpx
 
 from agent_eval.errors import ConfigError, ModelEndpointError
@@ -70,7 +76,7 @@ class ChatClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # Kept only to scrub it from error text an endpoint might echo back.
         self._secret = api_key or None
-        self._http = httpx.Client(timeout=timeout, headers=headers)
+        self._http = httpx.Client(timeout=timeout, headers=headers, verify=_tls(self.base_url))
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.base_url!r}, timeout={self.timeout})"
@@ -84,6 +90,11 @@ class ChatClient:
     def close(self) -> None:
         """Release the connection pool."""
         self._http.close()
+
+    @property
+    def is_closed(self) -> bool:
+        """True once :meth:`close` has run; a closed client sends nothing."""
+        return self._http.is_closed
 
     def chat(
         self,
@@ -167,6 +178,23 @@ class ChatClient:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
+
+
+# Trusts no certificate, so any TLS through it fails rather than goes unverified.
+_NO_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _tls(base_url: str) -> ssl.SSLContext | bool:
+    """The TLS setting for an endpoint: httpx's default (verified) unless none is needed.
+
+    httpx's default context is built for every Client and loads the CA bundle: ~35 ms
+    of CPU in each worker process. A plain-http endpoint reached directly never uses
+    TLS, so it skips that. A proxy (which httpx takes from the environment) may speak
+    TLS, so with one the default stays.
+    """
+    if base_url.lower().startswith("http://") and not getproxies():
+        return _NO_TLS
+    return True
 
 
 def _tool_call(index: int, raw: Any) -> ToolCall:

@@ -58,6 +58,8 @@ class MockModelServer:
         self.hang_seconds = hang_seconds
         self.requests: list[dict[str, Any]] = []
         """One entry per chat request: model, turn and the fault injected, if any."""
+        self.connections = 0
+        """How many connections clients have opened (a client that keeps one alive opens 1)."""
         self._random = random.Random(seed)
         self._used: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -109,6 +111,10 @@ class MockModelServer:
         finally:
             self._stopping.set()
             self._httpd.server_close()
+
+    def _connected(self) -> None:
+        with self._lock:
+            self.connections += 1
 
     def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, str], bytes | None]:
         """Return status, headers and body for one chat request (None body: hold, then drop)."""
@@ -220,6 +226,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _mock(self) -> MockModelServer:
         return self.server.mock
+
+    def setup(self) -> None:
+        super().setup()
+        self._mock()._connected()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: tests and the CLI print what matters themselves."""
