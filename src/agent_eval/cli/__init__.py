@@ -29,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = cli.main(args=args, prog_name="agent-eval", standalone_mode=False)
     except click.exceptions.Abort:
+        if debug:
+            traceback.print_exc()
         click.echo("Error: interrupted", err=True)
         code = EXIT_INTERRUPTED
     except click.UsageError as exc:

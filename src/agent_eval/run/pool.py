@@ -114,10 +114,15 @@ class Dispatch:
                 if not killed.is_set():
                     worker.ask_to_close()
             for worker in workers:
-                if killed.is_set():
+                try:
+                    if killed.is_set():
+                        worker.kill()
+                    else:
+                        worker.close()
+                except KeyboardInterrupt:  # Ctrl-C while agents close(): kill the rest
+                    killed.set()
+                    interrupted = True
                     worker.kill()
-                else:
-                    worker.close()
                 if worker.close_warning:
                     self.warnings.append(worker.close_warning)
         if failures:

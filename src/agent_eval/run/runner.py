@@ -12,11 +12,13 @@ import difflib
 import json
 import platform
 import random
+import signal
 import threading
 import time
 import uuid
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property, partial
@@ -40,6 +42,7 @@ from agent_eval.run.journal import (
 from agent_eval.run.outputs import BackgroundWriter, InOrder, append_labbook, write_results
 from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
+from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import workspace_source
 from agent_eval.score.summary import Tally
 from agent_eval.suite import LoadedSuite, load_suite
@@ -180,21 +183,9 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     plan = _plan(prepared, redact)
     clock = time.perf_counter()
 
-    def attempt(worker: Any, position: int, stop: threading.Event) -> Scored:
+    def attempt(worker: Worker, position: int, stop: threading.Event) -> Scored:
         task_id, number = order.key(position)
-        task = by_id[task_id]
-        for try_number in range(config.max_infra_retries + 1):
-            scored = run_attempt(plan, worker, task, number)
-            if scored.row.failure_class != "infra_error" or try_number == config.max_infra_retries:
-                break
-            scored.save(config.trajectory_dir, tag=f".try{try_number + 1}")  # kept, not journaled
-            delay = config.retry_backoff * 2**try_number
-            wait = (scored.infra or {}).get("retry_after")
-            if isinstance(wait, int | float):
-                delay = max(delay, float(wait))
-            if stop.wait(min(delay, MAX_RETRY_WAIT)):
-                break
-        return replace(scored, row=scored.row.model_copy(update={"infra_retries": try_number}))
+        return _with_retries(plan, config, worker, by_id[task_id], number, stop)
 
     def keep(index: int, scored: Scored) -> None:
         """Trajectory file, then journal line, then the caller: each step can rely on
@@ -214,29 +205,67 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
             )
         finally:
             writer.close()  # every attempt that finished reaches the journal
-        in_order.flush()
     except BaseException:
         journal.close()
         if not journal:  # nothing ran (build failed): leave no journal to resume
             prepared.journal_path.unlink(missing_ok=True)
         raise
-    try:
-        tally = Tally(config.prices.as_dict())
-        for row in journal.rows():
-            tally.add(row)
-        head = results_head(prepared, tally, time.perf_counter() - clock, interrupted)
-        head["run"]["warnings"] = dispatch.warnings
-        rows_in, written = prepared.journal_path, 0
-        if config.out is not None:
-            written = write_results(config.out, head, journal.lines(), redact)
-            rows_in = config.out
-    finally:
-        journal.close()
-    if config.out is not None and not interrupted and written == prepared.attempts:
-        prepared.journal_path.unlink(missing_ok=True)
-    if config.labbook is not None and not interrupted:
-        append_labbook(config.labbook, head["run"], redact)
+    with _ignoring_ctrl_c():
+        try:
+            in_order.flush()
+            tally = Tally(config.prices.as_dict())
+            for row in journal.rows():
+                tally.add(row)
+            head = results_head(prepared, tally, time.perf_counter() - clock, interrupted)
+            head["run"]["warnings"] = dispatch.warnings
+            rows_in, written = prepared.journal_path, 0
+            if config.out is not None:
+                written = write_results(config.out, head, journal.lines(), redact)
+                rows_in = config.out
+        finally:
+            journal.close()
+        if config.out is not None and not interrupted and written == prepared.attempts:
+            prepared.journal_path.unlink(missing_ok=True)
+        if config.labbook is not None and not interrupted:
+            append_labbook(config.labbook, head["run"], redact)
     return RunReport(head, rows_in, interrupted, resumed)
+
+
+def _with_retries(
+    plan: AttemptPlan,
+    config: RunConfig,
+    worker: Worker,
+    task: Task,
+    number: int,
+    stop: threading.Event,
+) -> Scored:
+    """One attempt, tried again after an endpoint failure up to --max-infra-retries, with
+    backoff that honours Retry-After; a failed try's files are kept under `.tryN`."""
+    for try_number in range(config.max_infra_retries + 1):
+        scored = run_attempt(plan, worker, task, number)
+        if scored.row.failure_class != "infra_error" or try_number == config.max_infra_retries:
+            break
+        scored.save(config.trajectory_dir, tag=f".try{try_number + 1}")
+        delay = config.retry_backoff * 2**try_number
+        wait = (scored.infra or {}).get("retry_after")
+        if isinstance(wait, int | float):
+            delay = max(delay, float(wait))
+        if stop.wait(min(delay, MAX_RETRY_WAIT)):
+            break
+    return replace(scored, row=scored.row.model_copy(update={"infra_retries": try_number}))
+
+
+@contextmanager
+def _ignoring_ctrl_c() -> Iterator[None]:
+    """Partial results are written even when Ctrl-C comes again while they are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _finished(journal: Journal, key: Key) -> bool:

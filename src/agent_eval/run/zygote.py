@@ -67,12 +67,13 @@ class Zygote:
         return code
 
     def close(self) -> None:
+        """Stop the zygote; a Ctrl-C while it exits kills it instead of ending the run."""
         with contextlib.suppress(OSError):
             self._conn.send(("exit",))
         self._conn.close()
         try:
             self._process.wait(10)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             self._process.kill()
             self._process.wait()
 
