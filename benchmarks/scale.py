@@ -16,7 +16,8 @@ child would report at least the generator's peak. Wall time includes interpreter
 start-up and imports, as a user would see it.
 
 Trajectory files are named in the rows but not written, so the HTML report pays for
-looking each one up but embeds none.
+looking up those of the attempts it shows (at this size, each task's first failing one)
+but embeds none.
 
     .venv/bin/python benchmarks/scale.py [--tasks 1000] [--repeats 100] [--runs 1]
 """
@@ -36,13 +37,52 @@ from typing import Any
 
 TARGET_SECONDS = 5.0
 TARGET_MB = 500.0
-CATEGORIES = ("retrieval", "arithmetic", "state", "tool-use", "refusal", "multi-hop",
-              "config", "summary")
+CATEGORIES = (
+    "retrieval",
+    "arithmetic",
+    "state",
+    "tool-use",
+    "refusal",
+    "multi-hop",
+    "config",
+    "summary",
+)
 TOOLS = ("search_documents", "read_file", "list_files", "write_file", "run_sql")
-WORDS = ("the", "backup", "window", "runs", "from", "02:00", "to", "04:00", "every", "sunday",
-         "port", "4000", "gateway", "config", "service", "restart", "deploy", "runbook",
-         "according", "document", "section", "answer", "because", "value", "is", "set",
-         "retention", "days", "replica", "primary", "region", "timeout", "seconds")
+WORDS = (
+    "the",
+    "backup",
+    "window",
+    "runs",
+    "from",
+    "02:00",
+    "to",
+    "04:00",
+    "every",
+    "sunday",
+    "port",
+    "4000",
+    "gateway",
+    "config",
+    "service",
+    "restart",
+    "deploy",
+    "runbook",
+    "according",
+    "document",
+    "section",
+    "answer",
+    "because",
+    "value",
+    "is",
+    "set",
+    "retention",
+    "days",
+    "replica",
+    "primary",
+    "region",
+    "timeout",
+    "seconds",
+)
 SUITE_HASH = "sha256:" + "5c" * 32
 
 
@@ -52,23 +92,38 @@ def _answer(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def _row(rng: random.Random, task_id: str, category: str, attempt: int, p_pass: float,
-         stamp: str, roles: bool) -> dict[str, Any]:
+def _row(
+    rng: random.Random,
+    task_id: str,
+    category: str,
+    attempt: int,
+    p_pass: float,
+    stamp: str,
+    roles: bool,
+) -> dict[str, Any]:
     """One attempt row as the runner writes it."""
     passed = rng.random() < p_pass
-    failure = "passed" if passed else rng.choices(
-        ("wrong_answer", "over_budget", "agent_error", "infra_error"), (85, 7, 5, 3))[0]
+    failure = (
+        "passed"
+        if passed
+        else rng.choices(
+            ("wrong_answer", "over_budget", "agent_error", "infra_error"), (85, 7, 5, 3)
+        )[0]
+    )
     steps = rng.randint(2, 14)
     prompt = rng.randint(800, 9000)
     completion = rng.randint(40, 900)
-    error = {"over_budget": "over_budget: 120 s per task exceeded",
-             "agent_error": "agent_error: KeyError: 'choices' in run_task",
-             "infra_error": "infra_error: 503 Service Unavailable from the model endpoint"}
+    error = {
+        "over_budget": "over_budget: 120 s per task exceeded",
+        "agent_error": "agent_error: KeyError: 'choices' in run_task",
+        "infra_error": "infra_error: 503 Service Unavailable from the model endpoint",
+    }
     tools_used = rng.sample(TOOLS, rng.randint(0, 3))
     checks = {
         "passed": passed,
-        "missing": [] if passed or rng.random() < 0.3 else rng.sample(("4000", "sunday",
-                                                                      "02:00"), 1),
+        "missing": []
+        if passed or rng.random() < 0.3
+        else rng.sample(("4000", "sunday", "02:00"), 1),
         "forbidden_found": [] if passed or rng.random() < 0.9 else ["8080"],
         "regex_ok": None if category != "config" else passed or rng.random() < 0.5,
         "tool_ok": None if category != "tool-use" else passed or "run_sql" in tools_used,
@@ -78,18 +133,33 @@ def _row(rng: random.Random, task_id: str, category: str, attempt: int, p_pass: 
         "tools_used": tools_used,
         "state": [],
     }
-    if not passed and failure == "wrong_answer" and not (
-            checks["missing"] or checks["forbidden_found"] or checks["regex_ok"] is False
-            or checks["tool_ok"] is False or checks["within_steps"] is False):
+    if (
+        not passed
+        and failure == "wrong_answer"
+        and not (
+            checks["missing"]
+            or checks["forbidden_found"]
+            or checks["regex_ok"] is False
+            or checks["tool_ok"] is False
+            or checks["within_steps"] is False
+        )
+    ):
         checks["missing"] = ["4000"]
     row = {
-        "task_id": task_id, "category": category, "attempt": attempt, "passed": passed,
+        "task_id": task_id,
+        "category": category,
+        "attempt": attempt,
+        "passed": passed,
         "failure_class": failure,
         "answer": "" if failure in ("agent_error", "infra_error") else _answer(rng),
-        "steps": steps, "tokens": prompt + completion, "prompt_tokens": prompt,
-        "completion_tokens": completion, "seconds": round(rng.uniform(0.4, 45.0), 3),
+        "steps": steps,
+        "tokens": prompt + completion,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "seconds": round(rng.uniform(0.4, 45.0), 3),
         "stopped": "finished" if failure in ("passed", "wrong_answer") else failure,
-        "error": error.get(failure), "checks": checks,
+        "error": error.get(failure),
+        "checks": checks,
         "roles": {"planner": prompt, "executor": completion} if roles else None,
         "infra_retries": rng.choices((0, 1, 2), (95, 4, 1))[0],
         "changed_files": ["M notes/runbook.md"] if category == "state" else None,
@@ -98,8 +168,9 @@ def _row(rng: random.Random, task_id: str, category: str, attempt: int, p_pass: 
     return row
 
 
-def write_run(path: Path, tasks: int, repeats: int, seed: int, lift: float, model: str,
-              roles: bool) -> None:
+def write_run(
+    path: Path, tasks: int, repeats: int, seed: int, lift: float, model: str, roles: bool
+) -> None:
     """A whole results file for one run, laid out by the runner's own writer; ``lift``
     shifts every task's pass chance.
     """
@@ -116,24 +187,44 @@ def write_run(path: Path, tasks: int, repeats: int, seed: int, lift: float, mode
         category = CATEGORIES[index % len(CATEGORIES)]
         task_id = f"t{index:04d}-{category}"
         p_pass = min(1.0, max(0.0, difficulty.betavariate(1.2, 0.9) + lift))
-        rows += [_row(rng, task_id, category, attempt, p_pass, stamp, roles)
-                 for attempt in range(1, repeats + 1)]
+        rows += [
+            _row(rng, task_id, category, attempt, p_pass, stamp, roles)
+            for attempt in range(1, repeats + 1)
+        ]
     validated = [AttemptResult.model_validate(r) for r in rows]
     prices = {"per_million": None, "input_per_million": 0.5, "output_per_million": 1.5}
     run = {
-        "lab": "bench", "run_id": f"run{seed:08d}", "scaffold": "builtin:react",
-        "agent_entry_point": "builtin:react", "task_set": "scale", "task_set_version": "1.0",
-        "suite_hash": SUITE_HASH, "model": model, "router_model": None, "quant": None,
-        "engine": None, "engine_version": None, "base_url": "http://127.0.0.1:8000/v1",
-        "repeats": repeats, "host": "bench", "date": "2025-01-01T00:00:00+00:00",
-        "wall_seconds": 3600.0, "notes": None, "harness_version": "0.1.0", "concurrency": 32,
+        "lab": "bench",
+        "run_id": f"run{seed:08d}",
+        "scaffold": "builtin:react",
+        "agent_entry_point": "builtin:react",
+        "task_set": "scale",
+        "task_set_version": "1.0",
+        "suite_hash": SUITE_HASH,
+        "model": model,
+        "router_model": None,
+        "quant": None,
+        "engine": None,
+        "engine_version": None,
+        "base_url": "http://127.0.0.1:8000/v1",
+        "repeats": repeats,
+        "host": "bench",
+        "date": "2025-01-01T00:00:00+00:00",
+        "wall_seconds": 3600.0,
+        "notes": None,
+        "harness_version": "0.1.0",
+        "concurrency": 32,
         "limits": {"timeout_per_task": 120.0, "max_memory_mb": 2048, "max_infra_retries": 2},
-        "seed": seed, "prices": prices, "options": {}, "interrupted": False,
+        "seed": seed,
+        "prices": prices,
+        "options": {},
+        "interrupted": False,
         "summary": summarise(validated, prices),
     }
     head = {"schema": RESULTS_SCHEMA, "run": run, "per_task": per_task(validated)}
-    write_results(path, head, (row.model_dump_json().encode() for row in validated),
-                  lambda text: text)
+    write_results(
+        path, head, (row.model_dump_json().encode() for row in validated), lambda text: text
+    )
 
 
 def measure(command: list[str], out: Path) -> tuple[float, float, int]:
@@ -152,38 +243,59 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=1,
-                        help="Times each command runs; the median wall and the largest "
-                        "peak are shown.")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="Times each command runs; the median wall and the largest peak are shown.",
+    )
     parser.add_argument("--only", help="Comma-separated case names to run (default: all).")
     parser.add_argument("--keep", help="Write the results files to this folder and keep them.")
     parser.add_argument("--generate", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.generate:
         folder = Path(args.generate)
-        for name, seed, lift, model, roles in (("a", 1, 0.0, "local/chat", False),
-                                               ("b", 2, 0.02, "local/router", True)):
-            write_run(folder / f"{name}.json", args.tasks, args.repeats, seed, lift, model,
-                      roles)
+        for name, seed, lift, model, roles in (
+            ("a", 1, 0.0, "local/chat", False),
+            ("b", 2, 0.02, "local/router", True),
+        ):
+            write_run(folder / f"{name}.json", args.tasks, args.repeats, seed, lift, model, roles)
         return
     folder = Path(args.keep or tempfile.mkdtemp(prefix="agent-eval-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     a, b = folder / "a.json", folder / "b.json"
     if not (a.exists() and b.exists()):
         start = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--generate", str(folder), "--tasks",
-                        str(args.tasks), "--repeats", str(args.repeats)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--generate",
+                str(folder),
+                "--tasks",
+                str(args.tasks),
+                "--repeats",
+                str(args.repeats),
+            ],
+            check=True,
+        )
         print(f"generated 2 runs in {time.perf_counter() - start:.1f} s")
     size = a.stat().st_size / 2**20
     rows = args.tasks * args.repeats
-    print(f"{args.tasks} tasks x {args.repeats} repeats = {rows:,} rows per run; "
-          f"results file {size:.0f} MB; python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f} before")
+    print(
+        f"{args.tasks} tasks x {args.repeats} repeats = {rows:,} rows per run; "
+        f"results file {size:.0f} MB; python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f} before"
+    )
     agent_eval = [sys.executable, "-m", "agent_eval"]
-    cases = [(f"report --format {fmt}", [*agent_eval, "report", str(a), "--format", fmt])
-             for fmt in ("text", "json", "markdown", "junit", "html")]
-    cases += [(f"compare --format {fmt}", [*agent_eval, "compare", str(a), str(b),
-                                            "--format", fmt]) for fmt in ("text", "json")]
+    cases = [
+        (f"report --format {fmt}", [*agent_eval, "report", str(a), "--format", fmt])
+        for fmt in ("text", "json", "markdown", "junit", "html")
+    ]
+    cases += [
+        (f"compare --format {fmt}", [*agent_eval, "compare", str(a), str(b), "--format", fmt])
+        for fmt in ("text", "json")
+    ]
     if args.only:
         wanted = set(args.only.split(","))
         cases = [case for case in cases if case[0] in wanted]
@@ -200,8 +312,10 @@ def main() -> None:
         wall, peak = statistics.median(walls), max(peaks)
         ok = "ok" if wall < TARGET_SECONDS and peak < TARGET_MB else "MISSED"
         print(f"{name:<26} {wall:>7.2f} {peak:>8.0f} {out.stat().st_size / 2**20:>9.1f}  {ok}")
-    print(f"load average {os.getloadavg()[0]:.2f} after (other work on the machine slows "
-          "every figure)")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} after (other work on the machine slows "
+        "every figure)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,55 +15,93 @@ Outcome = bool | str
 MakeResults = Callable[..., Path]
 
 
-def attempt_row(task_id: str, category: str, attempt: int, outcome: Outcome,
-                **extra: Any) -> dict[str, Any]:
+def attempt_row(
+    task_id: str, category: str, attempt: int, outcome: Outcome, **extra: Any
+) -> dict[str, Any]:
     """One attempt row as AttemptResult expects it."""
     failure = ("passed" if outcome else "wrong_answer") if isinstance(outcome, bool) else outcome
     passed = failure == "passed"
     row: dict[str, Any] = {
-        "task_id": task_id, "category": category, "attempt": attempt, "passed": passed,
-        "failure_class": failure, "answer": f"answer to {task_id}", "steps": 3 + attempt,
-        "tokens": 1000 + 100 * attempt, "prompt_tokens": 800,
+        "task_id": task_id,
+        "category": category,
+        "attempt": attempt,
+        "passed": passed,
+        "failure_class": failure,
+        "answer": f"answer to {task_id}",
+        "steps": 3 + attempt,
+        "tokens": 1000 + 100 * attempt,
+        "prompt_tokens": 800,
         "completion_tokens": 200 + 100 * attempt,
-        "seconds": 1.5, "stopped": "finished",
+        "seconds": 1.5,
+        "stopped": "finished",
         "error": None if failure in ("passed", "wrong_answer") else f"{failure} happened",
-        "checks": {"passed": passed, "missing": ["4000"] if failure == "wrong_answer" else [],
-                   "forbidden_found": [], "regex_ok": None, "tool_ok": None,
-                   "within_steps": None, "tools_used": ["search_documents"]},
-        "roles": None, "trajectory_file": None,
+        "checks": {
+            "passed": passed,
+            "missing": ["4000"] if failure == "wrong_answer" else [],
+            "forbidden_found": [],
+            "regex_ok": None,
+            "tool_ok": None,
+            "within_steps": None,
+            "tools_used": ["search_documents"],
+        },
+        "roles": None,
+        "trajectory_file": None,
     }
     row.update(extra)
     return row
 
 
-def results_document(outcomes: dict[str, Sequence[Outcome]], *, suite_hash: str = "a" * 64,
-                     model: str = "local/chat", scaffold: str = "builtin:minimal",
-                     categories: dict[str, str] | None = None,
-                     prices: dict[str, float | None] | None = None,
-                     row_extra: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def results_document(
+    outcomes: dict[str, Sequence[Outcome]],
+    *,
+    suite_hash: str = "a" * 64,
+    model: str = "local/chat",
+    scaffold: str = "builtin:minimal",
+    categories: dict[str, str] | None = None,
+    prices: dict[str, float | None] | None = None,
+    row_extra: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A whole results document: per task, the outcome of each attempt in order."""
     rows = []
     for task_id, attempts in outcomes.items():
         category = (categories or {}).get(task_id, "retrieval")
         for index, outcome in enumerate(attempts, start=1):
-            rows.append(attempt_row(task_id, category, index, outcome,
-                                    **(row_extra or {}).get(task_id, {})))
+            rows.append(
+                attempt_row(task_id, category, index, outcome, **(row_extra or {}).get(task_id, {}))
+            )
     repeats = max((len(a) for a in outcomes.values()), default=0)
     passed = sum(r["passed"] for r in rows)
     return {
         "schema": 1,
         "run": {
-            "lab": None, "run_id": f"run-{model}", "scaffold": scaffold,
-            "agent_entry_point": scaffold, "task_set": "part26", "task_set_version": "1.0",
-            "suite_hash": suite_hash, "model": model, "router_model": None, "quant": None,
-            "engine": None, "engine_version": None, "base_url": None, "repeats": repeats,
-            "host": "testhost", "date": "2025-01-01T00:00:00+00:00", "wall_seconds": 1.0,
-            "notes": None, "harness_version": "0.1.0", "concurrency": 1,
+            "lab": None,
+            "run_id": f"run-{model}",
+            "scaffold": scaffold,
+            "agent_entry_point": scaffold,
+            "task_set": "part26",
+            "task_set_version": "1.0",
+            "suite_hash": suite_hash,
+            "model": model,
+            "router_model": None,
+            "quant": None,
+            "engine": None,
+            "engine_version": None,
+            "base_url": None,
+            "repeats": repeats,
+            "host": "testhost",
+            "date": "2025-01-01T00:00:00+00:00",
+            "wall_seconds": 1.0,
+            "notes": None,
+            "harness_version": "0.1.0",
+            "concurrency": 1,
             "limits": {"max_infra_retries": 2},
-            "prices": prices or {"per_million": None, "input_per_million": None,
-                                 "output_per_million": None},
-            "summary": {"runs": len(rows), "passed": passed,
-                        "success_rate": round(passed / len(rows), 3) if rows else None},
+            "prices": prices
+            or {"per_million": None, "input_per_million": None, "output_per_million": None},
+            "summary": {
+                "runs": len(rows),
+                "passed": passed,
+                "success_rate": round(passed / len(rows), 3) if rows else None,
+            },
         },
         # Deliberately wrong: reports must recompute per-task figures from the rows.
         "per_task": [{"task_id": t, "attempts": 99, "successes": 99} for t in outcomes],
@@ -75,8 +113,7 @@ def results_document(outcomes: dict[str, Sequence[Outcome]], *, suite_hash: str 
 def make_results(tmp_path: Path) -> MakeResults:
     """Write a results file from per-task outcomes and return its path."""
 
-    def make(outcomes: dict[str, Sequence[Outcome]], name: str = "r.json",
-             **kwargs: Any) -> Path:
+    def make(outcomes: dict[str, Sequence[Outcome]], name: str = "r.json", **kwargs: Any) -> Path:
         path = tmp_path / name
         path.write_text(json.dumps(results_document(outcomes, **kwargs)), encoding="utf-8")
         return path

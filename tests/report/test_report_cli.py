@@ -187,3 +187,48 @@ def test_a_long_task_table_is_plain_aligned_text() -> None:
     assert lines[3] == "t0000  c         0/2     0.00               2.0       0  r1: missing 'x'"
     assert lines[4] == "t0001  c         1/2     0.50 (unstable)    2.0      10  r1: missing 'x'"
     assert len(lines) == 3 + PLAIN_ABOVE + 1
+
+
+def test_many_changed_files_are_plain_aligned_text(
+    agent_eval: Invoke, make_results: Callable[..., Path]
+) -> None:
+    from agent_eval.report.text import PLAIN_ABOVE
+
+    ids = range(PLAIN_ABOVE + 1)
+    outcomes = {f"t{i:03d}": [True] for i in ids}
+    extra = {f"t{i:03d}": {"changed_files": ["M notes.md", f"A new-{i}.md"]} for i in ids}
+    code, out, _ = agent_eval("report", make_results(outcomes, row_extra=extra))
+    lines = out.splitlines()
+    start = lines.index("Files changed")
+    assert code == 0
+    assert lines[start + 1 : start + 5] == [
+        "attempt  files (A added, M modified, D deleted)",
+        "-------  --------------------------------------",
+        "t000 r1  M notes.md, A new-0.md",
+        "t001 r1  M notes.md, A new-1.md",
+    ]
+    assert lines[start + 3 + PLAIN_ABOVE] == "t200 r1  M notes.md, A new-200.md"
+
+
+def test_many_repeats_list_a_selection_of_k(
+    agent_eval: Invoke, make_results: Callable[..., Path]
+) -> None:
+    path = make_results({"t1": [True, False] * 30, "t2": [True] * 60})
+    note = (
+        "pass@k and pass^k are shown for k = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 50, 60; "
+        "the JSON report (--format json) has every k."
+    )
+    text = agent_eval("report", path)[1].splitlines()
+    assert [line.split()[1] for line in text if line.startswith(("│ pass@", "│ pass^"))] == [
+        *(f"pass@{k}" for k in [*range(1, 11), 20, 50, 60]),
+        *(f"pass^{k}" for k in [*range(1, 11), 20, 50, 60]),
+    ]
+    assert note in text
+    markdown = agent_eval("report", path, "--format", "markdown")[1].splitlines()
+    assert [line.split()[1] for line in markdown if line.startswith("| pass")] == [
+        *(f"pass@{k}" for k in [*range(1, 11), 20, 50, 60]),
+        *(f"pass^{k}" for k in [*range(1, 11), 20, 50, 60]),
+    ]
+    assert note in markdown
+    summary = json.loads(agent_eval("report", path, "--format", "json")[1])["summary"]
+    assert list(summary["pass_at_k"]) == [str(k) for k in range(1, 61)]

@@ -13,12 +13,25 @@ import pytest
 Invoke = Any
 
 
-def test_reports_read_what_the_runner_writes(agent_eval: Invoke, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reports_read_what_the_runner_writes(
+    agent_eval: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, _ = agent_eval("run", "--agent", "builtin:dump-documents", "--tasks", "part26",
-                            "--repeats", "2", "--out", "r.json", "--labbook", "lb.jsonl",
-                            "--trajectory-dir", "traj")
+    code, _, _ = agent_eval(
+        "run",
+        "--agent",
+        "builtin:dump-documents",
+        "--tasks",
+        "part26",
+        "--repeats",
+        "2",
+        "--out",
+        "r.json",
+        "--labbook",
+        "lb.jsonl",
+        "--trajectory-dir",
+        "traj",
+    )
     assert code in (0, 2)
     written = json.loads(Path("r.json").read_text())
     code, out, err = agent_eval("report", "r.json", "--format", "json")
@@ -39,9 +52,12 @@ def test_reports_read_what_the_runner_writes(agent_eval: Invoke, tmp_path: Path,
 
 
 def test_report_imports_neither_the_runner_nor_matplotlib() -> None:
-    probe = ("import sys, agent_eval.report, agent_eval.report.text; "
-             "bad = sorted(m for m in sys.modules if m.startswith(('agent_eval.run', "
-             "'agent_eval.agents', 'agent_eval.cli', 'matplotlib'))); print(bad)")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True, timeout=60)
+    probe = (
+        "import sys, agent_eval.report, agent_eval.report.text; "
+        "bad = sorted(m for m in sys.modules if m.startswith(('agent_eval.run', "
+        "'agent_eval.agents', 'agent_eval.cli', 'matplotlib'))); print(bad)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
     assert result.stdout.strip() == "[]"

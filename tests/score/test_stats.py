@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -22,8 +24,11 @@ P_B_SPREAD = [1.0] * 9 + [1 / 3] * 6
 def true_planning_inputs(p_a: list[float], p_b: list[float]) -> tuple[float, float, float]:
     """omega² over the fixed true differences (population variance), and each sigma²."""
     d = np.array(p_b) - np.array(p_a)
-    return (float(np.var(d)), float(np.mean([p * (1 - p) for p in p_a])),
-            float(np.mean([p * (1 - p) for p in p_b])))
+    return (
+        float(np.var(d)),
+        float(np.mean([p * (1 - p) for p in p_a])),
+        float(np.mean([p * (1 - p) for p in p_b])),
+    )
 
 
 def test_wilson_9_of_15() -> None:
@@ -35,8 +40,9 @@ def test_wilson_empty_is_whole_range() -> None:
     assert stats.wilson_interval(0, 0) == (0.0, 1.0)
 
 
-@pytest.mark.parametrize(("b", "c", "p"), [(2, 0, 0.5), (6, 0, 0.03125), (0, 6, 0.03125),
-                                           (0, 0, 1.0), (3, 3, 1.0)])
+@pytest.mark.parametrize(
+    ("b", "c", "p"), [(2, 0, 0.5), (6, 0, 0.03125), (0, 6, 0.03125), (0, 0, 1.0), (3, 3, 1.0)]
+)
 def test_mcnemar_exact(b: int, c: int, p: float) -> None:
     assert stats.mcnemar_exact(b, c) == pytest.approx(p)
 
@@ -57,6 +63,96 @@ def test_permutation_monte_carlo_agrees_with_exact_and_is_seeded() -> None:
     assert exact.exact and not sampled.exact and sampled.permutations == 20_000
     assert sampled.p_value == again.p_value
     assert sampled.p_value == pytest.approx(exact.p_value, abs=0.005)
+
+
+def _exact_by_enumeration(pairs: list[tuple[int, int, int, int]]) -> Fraction:
+    """The permutation p-value from every relabelling, in exact rational arithmetic."""
+    laws = []
+    for k_a, a, k_b, b in pairs:
+        s, total = a + b, k_a + k_b
+        laws.append(
+            [
+                (
+                    Fraction(
+                        math.comb(s, x) * math.comb(total - s, k_b - x), math.comb(total, k_b)
+                    ),
+                    Fraction(x, k_b) - Fraction(s - x, k_a),
+                )
+                for x in range(max(0, k_b - (total - s)), min(s, k_b) + 1)
+            ]
+        )
+    observed = abs(sum(Fraction(b, k_b) - Fraction(a, k_a) for k_a, a, k_b, b in pairs))
+    p = Fraction(0)
+    for outcome in itertools.product(*laws):
+        if abs(sum(d for _, d in outcome)) >= observed:
+            p += math.prod(q for q, _ in outcome)
+    return p
+
+
+mixed_pair_st = st.tuples(st.integers(1, 4), st.integers(1, 4)).flatmap(
+    lambda k: st.tuples(st.just(k[0]), st.integers(0, k[0]), st.just(k[1]), st.integers(0, k[1]))
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(mixed_pair_st, min_size=1, max_size=5))
+def test_exact_permutation_matches_enumerating_every_relabelling(
+    pairs: list[tuple[int, int, int, int]],
+) -> None:
+    result = stats.permutation_test(pairs)
+    assert result.exact
+    assert result.p_value == pytest.approx(float(_exact_by_enumeration(pairs)), rel=1e-12)
+
+
+def _full_grid_p(pairs: list[tuple[int, int, int, int]]) -> float:
+    """The exact test as first written: every task convolved on the full common grid, no
+    cell skipped and no tail dropped (slow, but plainly right)."""
+    scale = math.lcm(*(n for p in pairs for n in (p[0], p[2])))
+    dist, offset, observed = np.ones(1), 0, 0
+    for k_a, a, k_b, b in pairs:
+        s, total, step = a + b, k_a + k_b, scale // k_b + scale // k_a
+        low, high = max(0, k_b - (total - s)), min(s, k_b)
+        kernel = np.zeros((high - low) * step + 1)
+        for x in range(low, high + 1):
+            kernel[(x - low) * step] = (
+                math.comb(s, x) * math.comb(total - s, k_b - x) / math.comb(total, k_b)
+            )
+        dist = np.convolve(dist, kernel)
+        offset += low * step - s * (scale // k_a)
+        observed += step * b - s * (scale // k_a)
+    return float(dist[np.abs(np.arange(len(dist)) + offset) >= abs(observed)].sum())
+
+
+@pytest.mark.parametrize("lift", [0.0, 0.03, 0.15])
+def test_exact_permutation_at_scale_matches_the_full_grid(lift: float) -> None:
+    # 300 tasks of 30 attempts each: p-values from about 0.5 down to far below 1e-100,
+    # where any tail the fast path drops would show.
+    rng = np.random.default_rng(5)
+    p_task = rng.beta(1.2, 0.9, size=300)
+    pairs = [
+        (30, int(rng.binomial(30, p)), 30, int(rng.binomial(30, min(1.0, p + lift))))
+        for p in p_task
+    ]
+    result = stats.permutation_test(pairs)
+    assert result.exact
+    assert result.p_value == pytest.approx(_full_grid_p(pairs), rel=1e-9)
+
+
+def test_monte_carlo_with_mixed_repeats_agrees_with_exact() -> None:
+    # An interrupted run: most tasks have 4 attempts in both runs, a few fewer in B.
+    pairs = (
+        [(4, 4, 4, 4)] * 6
+        + [(4, 1, 4, 3), (4, 0, 4, 2), (4, 2, 4, 4), (4, 3, 4, 1)]
+        + [(4, 1, 3, 3), (4, 0, 2, 1), (4, 2, 1, 1), (4, 1, 3, 2)]
+    )
+    exact = stats.permutation_test(pairs)
+    sampled = stats.permutation_test(pairs, seed=3, permutations=50_000, max_exact_work=0)
+    assert exact.exact and not sampled.exact and sampled.permutations == 50_000
+    assert (
+        sampled.p_value
+        == stats.permutation_test(pairs, seed=3, permutations=50_000, max_exact_work=0).p_value
+    )
+    assert sampled.p_value == pytest.approx(exact.p_value, abs=0.006)
 
 
 def test_permutation_empty_and_all_ties() -> None:
@@ -89,9 +185,17 @@ def test_variance_split() -> None:
     assert deterministic is not None and deterministic.within == 0.0
 
 
-@pytest.mark.parametrize(("n", "c", "k", "at", "hat"), [
-    (5, 2, 1, 0.4, 0.4), (5, 2, 2, 0.7, 0.1), (5, 0, 3, 0.0, 0.0),
-    (5, 5, 5, 1.0, 1.0), (5, 3, 3, 1.0, 0.1), (4, 1, 4, 1.0, 0.0)])
+@pytest.mark.parametrize(
+    ("n", "c", "k", "at", "hat"),
+    [
+        (5, 2, 1, 0.4, 0.4),
+        (5, 2, 2, 0.7, 0.1),
+        (5, 0, 3, 0.0, 0.0),
+        (5, 5, 5, 1.0, 1.0),
+        (5, 3, 3, 1.0, 0.1),
+        (4, 1, 4, 1.0, 0.0),
+    ],
+)
 def test_pass_at_k_and_pass_hat_k(n: int, c: int, k: int, at: float, hat: float) -> None:
     assert stats.pass_at_k(n, c, k) == pytest.approx(at)
     assert stats.pass_hat_k(n, c, k) == pytest.approx(hat)
@@ -176,8 +280,10 @@ def _t_cdf(x: float, df: int) -> float:
 
 
 def test_fixed_suite_power_simulation_about_four_repeats() -> None:
-    power = {k: stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, k, trials=300, seed=11)
-             for k in (2, 3, 4)}
+    power = {
+        k: stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, k, trials=300, seed=11)
+        for k in (2, 3, 4)
+    }
     assert power[2] < 0.5 < power[3] < 0.8 <= power[4]
     assert stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, 4, 300, 11) == power[4]
 
@@ -196,8 +302,10 @@ def test_pass_at_k_at_least_pass_hat_k(count: tuple[int, int], k: int) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
-       st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+@given(
+    st.integers(0, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+)
 def test_wilson_inside_unit_interval(count: tuple[int, int], confidence: float) -> None:
     lo, hi = stats.wilson_interval(*count, confidence)
     assert 0.0 <= lo <= hi <= 1.0
@@ -205,8 +313,9 @@ def test_wilson_inside_unit_interval(count: tuple[int, int], confidence: float) 
         assert lo <= count[0] / count[1] + 1e-12 and count[0] / count[1] <= hi + 1e-12
 
 
-pair_st = st.integers(1, 5).flatmap(lambda k: st.tuples(
-    st.just(k), st.integers(0, k), st.just(k), st.integers(0, k)))
+pair_st = st.integers(1, 5).flatmap(
+    lambda k: st.tuples(st.just(k), st.integers(0, k), st.just(k), st.integers(0, k))
+)
 
 
 @settings(max_examples=100, deadline=None)

@@ -91,5 +91,7 @@ def write_output(text: str, out: str | Path) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"--out {path}: cannot write the report ({exc.strerror}); check "
-                          "that the folder exists and is writable") from None
+        raise ConfigError(
+            f"--out {path}: cannot write the report ({exc.strerror}); check "
+            "that the folder exists and is writable"
+        ) from None

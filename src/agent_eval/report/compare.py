@@ -28,37 +28,59 @@ def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> boo
             f"against {b.run['task_set']} {b.run['task_set_version']} hash "
             f"{short_hash(hash_b)}), so a "
             "difference could come from the tasks rather than the agents; re-run both on one "
-            "suite, or pass --allow-suite-change to pair the task ids they share")
+            "suite, or pass --allow-suite-change to pair the task ids they share"
+        )
     return True
 
 
 def _task_change(task_a: TaskOutcome, task_b: TaskOutcome) -> dict[str, Any]:
     difference = task_b.rate - task_a.rate
     change = "better" if difference > 0 else "worse" if difference < 0 else "same"
-    return {"task_id": task_a.task_id, "category": task_a.category,
-            "a": f"{task_a.passes}/{task_a.attempts}", "b": f"{task_b.passes}/{task_b.attempts}",
-            "rate_a": task_a.rate, "rate_b": task_b.rate, "difference": difference,
-            "change": change}
+    return {
+        "task_id": task_a.task_id,
+        "category": task_a.category,
+        "a": f"{task_a.passes}/{task_a.attempts}",
+        "b": f"{task_b.passes}/{task_b.attempts}",
+        "rate_a": task_a.rate,
+        "rate_b": task_b.rate,
+        "difference": difference,
+        "change": change,
+    }
 
 
-def compare_runs(a: RunResults, b: RunResults, *, alpha: float = 0.05, power: float = 0.8,
-                 delta: float | None = None, allow_suite_change: bool = False) -> dict[str, Any]:
+def compare_runs(
+    a: RunResults,
+    b: RunResults,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    delta: float | None = None,
+    allow_suite_change: bool = False,
+) -> dict[str, Any]:
     """The paired comparison of run B against run A, as the compare JSON contract."""
     if not 0 < alpha < 1 or not 0 < power < 1:
-        raise ConfigError(f"compare: --alpha {alpha} and --power {power} must each lie "
-                          "strictly between 0 and 1 (for example --alpha 0.05 --power 0.8)")
+        raise ConfigError(
+            f"compare: --alpha {alpha} and --power {power} must each lie "
+            "strictly between 0 and 1 (for example --alpha 0.05 --power 0.8)"
+        )
     if delta is not None and not 0 < delta <= 1:
-        raise ConfigError(f"compare: --delta {delta} must be a difference in success rate "
-                          "in (0, 1], for example 0.1")
+        raise ConfigError(
+            f"compare: --delta {delta} must be a difference in success rate "
+            "in (0, 1], for example 0.1"
+        )
     suite_changed = _check_suites(a, b, allow_suite_change)
     tasks_a = {t.task_id: t for t in a.tasks}
     tasks_b = {t.task_id: t for t in b.tasks}
     shared = [task_id for task_id in tasks_a if task_id in tasks_b]
     if not shared:
-        raise ConfigError(f"compare {a.path} {b.path}: the runs share no task id, so there "
-                          "is nothing to pair; compare runs of the same suite")
-    pairs = [(tasks_a[t].attempts, tasks_a[t].passes, tasks_b[t].attempts, tasks_b[t].passes)
-             for t in shared]
+        raise ConfigError(
+            f"compare {a.path} {b.path}: the runs share no task id, so there "
+            "is nothing to pair; compare runs of the same suite"
+        )
+    pairs = [
+        (tasks_a[t].attempts, tasks_a[t].passes, tasks_b[t].attempts, tasks_b[t].passes)
+        for t in shared
+    ]
     paired = stats.paired_comparison(pairs, 1 - alpha)
     permutation = stats.permutation_test(pairs)
     plan = stats.plan_from_pairs(pairs, delta, alpha, power)
@@ -116,23 +138,37 @@ def _p(value: float | None) -> str:
 
 def _planning_sentence(r: dict[str, Any]) -> str:
     power = f"{r['power']:.0%} power at alpha {r['alpha']:g}"
-    mde = f" The smallest difference these {r['tasks']} tasks can detect is about " \
-          f"{r['mde']:.3f}." if r["mde"] is not None else ""
+    mde = (
+        f" The smallest difference these {r['tasks']} tasks can detect is about {r['mde']:.3f}."
+        if r["mde"] is not None
+        else ""
+    )
     if r["sigma2_a"] is None or r["sigma2_b"] is None:
-        return ("Repeats >= 2 per task are needed to plan: with one attempt per task, attempt "
-                "noise cannot be told apart from real differences between tasks." + mde)
+        return (
+            "Repeats >= 2 per task are needed to plan: with one attempt per task, attempt "
+            "noise cannot be told apart from real differences between tasks." + mde
+        )
     if r["delta"] == 0:
-        return ("The runs tie on average, so there is no difference to plan for; give --delta "
-                "to plan for one." + mde)
+        return (
+            "The runs tie on average, so there is no difference to plan for; give --delta "
+            "to plan for one." + mde
+        )
     if r["repeats_needed"] is None:
-        more = f" (about {r['tasks_needed']} tasks at {r['repeats']:.0f} repeats each)" \
-            if r["tasks_needed"] is not None else ""
-        return (f"To show a difference of {r['delta']:.3f} on tasks like these with {power}, "
-                f"no number of repeats is enough: add tasks{more}. The tasks differ from one "
-                "another more than repeats can average away." + mde)
-    return (f"To show a difference of {r['delta']:.3f} on tasks like these with {power}, about "
-            f"{r['repeats_needed']} repeats per task are needed at {r['tasks']} tasks (these runs "
-            f"had {r['repeats']:.3g})." + mde)
+        more = (
+            f" (about {r['tasks_needed']} tasks at {r['repeats']:.0f} repeats each)"
+            if r["tasks_needed"] is not None
+            else ""
+        )
+        return (
+            f"To show a difference of {r['delta']:.3f} on tasks like these with {power}, "
+            f"no number of repeats is enough: add tasks{more}. The tasks differ from one "
+            "another more than repeats can average away." + mde
+        )
+    return (
+        f"To show a difference of {r['delta']:.3f} on tasks like these with {power}, about "
+        f"{r['repeats_needed']} repeats per task are needed at {r['tasks']} tasks (these runs "
+        f"had {r['repeats']:.3g})." + mde
+    )
 
 
 def verdict(r: dict[str, Any]) -> str:
@@ -141,24 +177,35 @@ def verdict(r: dict[str, Any]) -> str:
     if diff is None:
         return "No task has attempts in both runs, so there is nothing to compare."
     direction = "better than" if diff > 0 else "worse than" if diff < 0 else "level with"
-    head = (f"Over {r['tasks']} shared task(s), B scores {r['mean_b']:.3f} against A's "
-            f"{r['mean_a']:.3f}, a difference of {diff:+.3f}")
+    head = (
+        f"Over {r['tasks']} shared task(s), B scores {r['mean_b']:.3f} against A's "
+        f"{r['mean_a']:.3f}, a difference of {diff:+.3f}"
+    )
     if r["ci95"] is not None:
         head += f" (95% interval [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}])"
     fixed_ok = r["p_fixed_suite"] <= alpha and diff != 0
     pop_ok = r["p_population"] is not None and r["p_population"] <= alpha and diff != 0
     if fixed_ok:
-        claim_b = (f"Claim (b), on exactly this suite: B is {direction} A beyond attempt noise "
-                   f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])}).")
+        claim_b = (
+            f"Claim (b), on exactly this suite: B is {direction} A beyond attempt noise "
+            f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])})."
+        )
     else:
-        claim_b = ("Claim (b), on exactly this suite: the difference is within attempt noise "
-                   f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])}).")
+        claim_b = (
+            "Claim (b), on exactly this suite: the difference is within attempt noise "
+            f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])})."
+        )
     if pop_ok:
-        claim_a = (f"Claim (a), on tasks like these: B is {direction} A (paired t p "
-                   f"{_p(r['p_population'])}).")
+        claim_a = (
+            f"Claim (a), on tasks like these: B is {direction} A (paired t p "
+            f"{_p(r['p_population'])})."
+        )
     else:
-        claim_a = ("Claim (a), on tasks like these: not shown; the paired t test gives p "
-                   f"{_p(r['p_population'])}, and a claim about other tasks needs more of them.")
-    warning = " The suites differ: only the shared task ids were paired." \
-        if r["suite_changed"] else ""
+        claim_a = (
+            "Claim (a), on tasks like these: not shown; the paired t test gives p "
+            f"{_p(r['p_population'])}, and a claim about other tasks needs more of them."
+        )
+    warning = (
+        " The suites differ: only the shared task ids were paired." if r["suite_changed"] else ""
+    )
     return f"{head}. {claim_b} {claim_a} {_planning_sentence(r)}{warning}"

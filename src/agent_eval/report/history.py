@@ -26,16 +26,25 @@ def _entry(run: dict[str, Any]) -> dict[str, Any]:
     attempts, passed = summary.get("runs"), summary.get("passed")
     counted = isinstance(attempts, int) and isinstance(passed, int) and 0 <= passed <= attempts
     return {
-        "date": run.get("date"), "run_id": run["run_id"], "scaffold": run["scaffold"],
-        "model": run["model"], "quant": run.get("quant"), "suite": run["task_set"],
-        "suite_version": run["task_set_version"], "suite_hash": run["suite_hash"],
-        "repeats": run.get("repeats"), "attempts": attempts if counted else None,
+        "date": run.get("date"),
+        "run_id": run["run_id"],
+        "scaffold": run["scaffold"],
+        "model": run["model"],
+        "quant": run.get("quant"),
+        "suite": run["task_set"],
+        "suite_version": run["task_set_version"],
+        "suite_hash": run["suite_hash"],
+        "repeats": run.get("repeats"),
+        "attempts": attempts if counted else None,
         "passed": passed if counted else None,
         "success_rate": passed / attempts if counted and attempts else None,
-        "wilson95": (list(stats.wilson_interval(passed, attempts))
-                     if isinstance(attempts, int) and isinstance(passed, int) and counted
-                     else None),
-        "total_tokens": summary.get("total_tokens"), "mean_tokens": summary.get("mean_tokens"),
+        "wilson95": (
+            list(stats.wilson_interval(passed, attempts))
+            if isinstance(attempts, int) and isinstance(passed, int) and counted
+            else None
+        ),
+        "total_tokens": summary.get("total_tokens"),
+        "mean_tokens": summary.get("mean_tokens"),
     }
 
 
@@ -45,8 +54,11 @@ def suite_changes(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for run in runs:
         hashes = seen.setdefault((run["suite"], run["suite_version"]), {})
         hashes.setdefault(run["suite_hash"], []).append(run["run_id"])
-    return [{"suite": suite, "version": version, "hashes": hashes}
-            for (suite, version), hashes in seen.items() if len(hashes) > 1]
+    return [
+        {"suite": suite, "version": version, "hashes": hashes}
+        for (suite, version), hashes in seen.items()
+        if len(hashes) > 1
+    ]
 
 
 def read_history(path: str | Path) -> dict[str, Any]:
@@ -55,8 +67,9 @@ def read_history(path: str | Path) -> dict[str, Any]:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
-        raise ResultsError(f"labbook {path}: not found (runs append to it with "
-                           "'agent-eval run --labbook FILE')") from None
+        raise ResultsError(
+            f"labbook {path}: not found (runs append to it with 'agent-eval run --labbook FILE')"
+        ) from None
     except OSError as exc:
         raise ResultsError(f"labbook {path}: cannot be read ({exc})") from None
     runs, problems = [], []
@@ -68,39 +81,63 @@ def read_history(path: str | Path) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             problems.append(f"line {number}: not valid JSON ({exc.msg}); skipped")
             continue
-        missing = [k for k in NEEDED if not isinstance(run, dict) or not isinstance(
-            run.get(k), str)]
+        missing = [
+            k for k in NEEDED if not isinstance(run, dict) or not isinstance(run.get(k), str)
+        ]
         if missing:
-            problems.append(f"line {number}: not a run record (missing {', '.join(missing)}); "
-                            "skipped")
+            problems.append(
+                f"line {number}: not a run record (missing {', '.join(missing)}); skipped"
+            )
             continue
         runs.append(_entry(run))
     # ISO-8601 dates sort as text; a run without a date keeps its place at the start.
     runs.sort(key=lambda r: r["date"] if isinstance(r["date"], str) else "")
-    return {"labbook": str(path), "runs": runs, "problems": problems,
-            "suite_changes": suite_changes(runs)}
+    return {
+        "labbook": str(path),
+        "runs": runs,
+        "problems": problems,
+        "suite_changes": suite_changes(runs),
+    }
 
 
 def render_history_text(history: dict[str, Any], width: int = 120) -> str:
     """The runs over time as a table, with warnings first so that they are seen."""
     items: list[Table | str] = []
     for change in history["suite_changes"]:
-        parts = "; ".join(f"{short_hash(h)} in {', '.join(ids)}"
-                          for h, ids in change["hashes"].items())
-        items.append(f"WARNING: suite {change['suite']} {change['version']} changed content "
-                     f"without a version bump: {parts}. Results across these hashes are not "
-                     "comparable; bump the suite version whenever tasks change.")
+        parts = "; ".join(
+            f"{short_hash(h)} in {', '.join(ids)}" for h, ids in change["hashes"].items()
+        )
+        items.append(
+            f"WARNING: suite {change['suite']} {change['version']} changed content "
+            f"without a version bump: {parts}. Results across these hashes are not "
+            "comparable; bump the suite version whenever tasks change."
+        )
     items += [f"WARNING: {history['labbook']} {problem}" for problem in history["problems"]]
-    table = Table(title=f"{len(history['runs'])} run(s) in {history['labbook']}",
-                  title_justify="left")
-    for column in ("date", "scaffold", "model", "quant", "suite", "success", "95% interval",
-                   "tokens"):
+    table = Table(
+        title=f"{len(history['runs'])} run(s) in {history['labbook']}", title_justify="left"
+    )
+    for column in (
+        "date",
+        "scaffold",
+        "model",
+        "quant",
+        "suite",
+        "success",
+        "95% interval",
+        "tokens",
+    ):
         table.add_column(column, no_wrap=column in ("date", "success", "95% interval"))
     for run in history["runs"]:
         counts = "" if run["attempts"] is None else f" ({run['passed']}/{run['attempts']})"
-        table.add_row(str(run["date"] or "-")[:16].replace("T", " "), run["scaffold"], run["model"],
-                      run["quant"] or "-", f"{run['suite']} {run['suite_version']}",
-                      fmt(run["success_rate"]) + counts, fmt_interval(run["wilson95"]),
-                      "-" if run["total_tokens"] is None else str(run["total_tokens"]))
+        table.add_row(
+            str(run["date"] or "-")[:16].replace("T", " "),
+            run["scaffold"],
+            run["model"],
+            run["quant"] or "-",
+            f"{run['suite']} {run['suite_version']}",
+            fmt(run["success_rate"]) + counts,
+            fmt_interval(run["wilson95"]),
+            "-" if run["total_tokens"] is None else str(run["total_tokens"]),
+        )
     items.append(table)
     return render_tables(items, width)

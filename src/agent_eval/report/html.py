@@ -12,8 +12,8 @@ from html import escape
 from typing import Any
 
 from agent_eval.report import plots
-from agent_eval.report.results import RunResults
-from agent_eval.report.text import fmt, fmt_interval
+from agent_eval.report.results import Attempt, RunResults, TaskOutcome
+from agent_eval.report.text import fmt, fmt_interval, shown_k, shown_k_note
 
 _NUMBER = re.compile(r"^-?[\d.]+(/\d+)?$")
 
@@ -36,92 +36,233 @@ def _table(header: list[str], rows: list[list[str]], classes: list[str] | None =
     body = []
     for index, row in enumerate(rows):
         cls = f' class="{classes[index]}"' if classes else ""
-        cells = "".join(f'<td class="num">{c}</td>' if _NUMBER.match(c) else f"<td>{c}</td>"
-                        for c in row)
+        cells = "".join(
+            f'<td class="num">{c}</td>' if _NUMBER.match(c) else f"<td>{c}</td>" for c in row
+        )
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _figures(s: dict[str, Any]) -> str:
-    rows = [["success rate", fmt(s["success_rate"]), fmt_interval(s["wilson95"]),
-             f"Wilson, {s['passed']} of {s['attempts']} attempts"],
-            ["mean over tasks", fmt(s["task_mean"]), fmt_interval(s["task_ci95"]),
-             f"SE {fmt(s['task_se'])}"]]
-    rows += [[f"pass@{k}", fmt(v), "", f"SE {fmt(s['pass_at_k_se'][k])}"]
-             for k, v in s["pass_at_k"].items()]
-    rows += [[f"pass^{k}", fmt(v), "", f"SE {fmt(s['pass_hat_k_se'][k])}"]
-             for k, v in s["pass_hat_k"].items()]
+    rows = [
+        [
+            "success rate",
+            fmt(s["success_rate"]),
+            fmt_interval(s["wilson95"]),
+            f"Wilson, {s['passed']} of {s['attempts']} attempts",
+        ],
+        [
+            "mean over tasks",
+            fmt(s["task_mean"]),
+            fmt_interval(s["task_ci95"]),
+            f"SE {fmt(s['task_se'])}",
+        ],
+    ]
+    ks = shown_k(list(s["pass_at_k"]))
+    rows += [
+        [f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}"] for k in ks
+    ]
+    rows += [
+        [f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}"] for k in ks
+    ]
     if s["within_task_var"] is not None:
-        rows += [["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"],
-                 ["between-task var", fmt(s["between_task_var"], 4), "",
-                  "true differences between tasks"]]
+        rows += [
+            ["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"],
+            [
+                "between-task var",
+                fmt(s["between_task_var"], 4),
+                "",
+                "true differences between tasks",
+            ],
+        ]
     usable, model = s["usable_success"], s["model_success"]
-    rows += [["usable success", fmt(usable["rate"]), "",
-              f"{usable['passed']} of {usable['attempts']} attempts, all counted"],
-             ["model success", fmt(model["rate"]), "",
-              f"{model['passed']} of {model['attempts']} attempts, infra errors excluded"]]
+    rows += [
+        [
+            "usable success",
+            fmt(usable["rate"]),
+            "",
+            f"{usable['passed']} of {usable['attempts']} attempts, all counted",
+        ],
+        [
+            "model success",
+            fmt(model["rate"]),
+            "",
+            f"{model['passed']} of {model['attempts']} attempts, infra errors excluded",
+        ],
+    ]
     if s["cost"] is not None:
         rows.append(["cost", fmt(s["cost"]["cost_total"], 4), "", "with the price given"])
-    return _table(["figure", "value", "95% interval", "note"],
-                  [[escape(c) for c in row] for row in rows])
+    table = _table(
+        ["figure", "value", "95% interval", "note"], [[escape(c) for c in row] for row in rows]
+    )
+    note = shown_k_note(list(s["pass_at_k"]))
+    return table + (f"<p>{escape(note)}</p>" if note else "")
+
+
+EVERY_ATTEMPT_UP_TO = 1_000
+"""Up to this many attempts the page shows every one with its trajectory. Past it, a page
+of every attempt runs to tens of megabytes, so it shows failing attempts only, the same
+number for each task, at most SHOWN_AT_MOST in all, and says what it left out."""
+SHOWN_AT_MOST = 1_000
+"""Attempts a large run's page shows in detail."""
+TRAJECTORY_LIMIT = 20_000
+"""Characters of each trajectory a page embeds."""
+LARGE_TRAJECTORY_LIMIT = 5_000
+"""Characters of each trajectory a large run's page embeds."""
+
+
+def _attempt(results: RunResults, row: Attempt, trajectory_limit: int) -> str:
+    """One attempt's heading, answer, checks, error and trajectory, all escaped."""
+    checks = json.dumps(row.check_record().model_dump(), ensure_ascii=False)
+    block = [
+        f"<h4>r{row.attempt}: {escape(row.failure_class)}, {row.steps} step(s), "
+        f"{row.tokens} tok, {row.seconds:.1f}s, stopped: {escape(row.stopped)}</h4>",
+        f"<pre>{escape(row.answer)}</pre>",
+        f"<p>checks: <code>{escape(checks)}</code></p>",
+    ]
+    if row.error:
+        block.append(f"<p>error: <code>{escape(row.error)}</code></p>")
+    trajectory = results.trajectory_text(row, trajectory_limit)
+    if trajectory is not None:
+        block.append(
+            f"<details><summary>trajectory</summary><pre>{escape(trajectory)}</pre></details>"
+        )
+    return "".join(block)
+
+
+def _task_details(task: TaskOutcome, body: str) -> str:
+    return (
+        f"<details><summary>{escape(task.task_id)} ({task.passes}/{task.attempts} passed)"
+        f"</summary>{body}</details>"
+    )
 
 
 def _attempts(results: RunResults) -> str:
-    """Every attempt of every task, with its answer, checks and trajectory, escaped."""
-    parts = []
-    for task in results.tasks:
-        items = []
-        for row in task.rows:
-            checks = json.dumps(row.check_record().model_dump(), ensure_ascii=False)
-            block = [f"<h4>r{row.attempt}: {escape(row.failure_class)}, {row.steps} step(s), "
-                     f"{row.tokens} tok, {row.seconds:.1f}s, stopped: {escape(row.stopped)}</h4>",
-                     f"<pre>{escape(row.answer)}</pre>",
-                     f"<p>checks: <code>{escape(checks)}</code></p>"]
-            if row.error:
-                block.append(f"<p>error: <code>{escape(row.error)}</code></p>")
-            trajectory = results.trajectory_text(row)
-            if trajectory is not None:
-                block.append(f"<details><summary>trajectory</summary>"
-                             f"<pre>{escape(trajectory)}</pre></details>")
-            items.append("".join(block))
-        parts.append(f"<details><summary>{escape(task.task_id)} "
-                     f"({task.passes}/{task.attempts} passed)</summary>{''.join(items)}</details>")
-    return "".join(parts)
+    """Every attempt of every task or, for a large run, each task's first failing attempts
+    as many as fit in SHOWN_AT_MOST, with a count of what was left out; answers, errors and
+    trajectories escaped.
+    """
+    tasks = results.tasks
+    if len(results.rows) <= EVERY_ATTEMPT_UP_TO:
+        return "".join(
+            _task_details(
+                task, "".join(_attempt(results, row, TRAJECTORY_LIMIT) for row in task.rows)
+            )
+            for task in tasks
+        )
+    failed = [[row for row in task.rows if not row.passed] for task in tasks]
+    counts = [len(rows) for rows in failed]
+    most, each = max(counts), 0  # each: failing attempts shown per task, alike for all
+    while each < most and sum(min(c, each + 1) for c in counts) <= SHOWN_AT_MOST:
+        each += 1
+    parts, shown = [], 0
+    for task, rows in zip(tasks, failed, strict=True):
+        # With more failing tasks than SHOWN_AT_MOST, the first ones show one each.
+        chosen = rows[:each] if each else rows[: 1 if shown < SHOWN_AT_MOST else 0]
+        shown += len(chosen)
+        body = "".join(_attempt(results, row, LARGE_TRAJECTORY_LIMIT) for row in chosen)
+        failing = len(rows) - len(chosen)
+        if failing or task.passes:
+            body += (
+                f"<p>Not shown: {failing + task.passes} attempt(s) of this task "
+                f"({failing} failing, {task.passes} passing).</p>"
+            )
+        parts.append(_task_details(task, body))
+    if each == most:
+        which = "every failing attempt of each task"
+    elif each == 1:
+        which = "the first failing attempt of each task"
+    elif each:
+        which = f"the first {each} failing attempts of each task"
+    else:
+        which = f"the first failing attempt of the first {shown:,} tasks with a failure"
+    note = (
+        f"<p>This run has {len(results.rows):,} attempts, too many to show on one page, so "
+        f"this page shows {which}: {shown:,} attempt(s) shown, {len(results.rows) - shown:,} "
+        "left out. Every attempt, with its answer, checks and trajectory file, is in the "
+        f"results file <code>{escape(str(results.path))}</code>.</p>"
+    )
+    return note + "".join(parts)
+
+
+UNSTABLE_NAMED = 50
+"""Unstable tasks named by the line above the plots; the task table shows the rest."""
+
+
+def _unstable(task_ids: list[str], tasks: int) -> str:
+    """The unstable tasks, by name up to UNSTABLE_NAMED of them."""
+    named = ", ".join(escape(t) for t in task_ids[:UNSTABLE_NAMED]) or "none"
+    if len(task_ids) <= UNSTABLE_NAMED:
+        return named
+    return (
+        f"{len(task_ids)} of {tasks} tasks passed in some attempts and failed in others: "
+        f"{named} and {len(task_ids) - UNSTABLE_NAMED} more (the task table has them all)"
+    )
 
 
 def render_html(results: RunResults, report: dict[str, Any]) -> str:
     """One self-contained HTML page for a run, from the results and ``summarise_run``."""
     s, run = report["summary"], report["summary"]["run"]
-    title = escape(f"{run['scaffold']} x {run['model']}: {run['task_set']} "
-                   f"{run['task_set_version']}")
+    title = escape(
+        f"{run['scaffold']} x {run['model']}: {run['task_set']} {run['task_set_version']}"
+    )
     per_task = report["per_task"]
-    tasks = _table(["task", "category", "passed", "rate", "steps", "tokens", "first failure"],
-                   [[escape(r["task_id"]), escape(r["category"]),
-                     f"{r['successes']}/{r['attempts']}", fmt(r["success_rate"], 2),
-                     f"{r['mean_steps']:.1f}", f"{r['mean_tokens']:.0f}",
-                     escape(r["failures"][0]) if r["failures"] else ""] for r in per_task],
-                   ["pass" if r["successes"] == r["attempts"] else "fail" for r in per_task])
-    classes = _table(["failure class", "attempts"],
-                     [[escape(k), str(v)] for k, v in s["failure_classes"].items()])
-    unstable = ", ".join(escape(t) for t in s["unstable_tasks"]) or "none"
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        # Defence in depth behind escaping: the page may load nothing and run no script.
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        'style-src \'unsafe-inline\'">',
-        f"<title>{title}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{title}</h1>",
-        f"<p>{s['tasks']} task(s), {escape(str(run['repeats']))} attempt(s) each · run "
-        f"<code>{escape(str(run['run_id']))}</code> · {escape(str(run['date']))} · suite hash "
-        f"<code>{escape(str(run['suite_hash']))}</code></p>",
-        "<h2>Figures</h2>", _figures(s), f"<p>Unstable tasks: {unstable}</p>",
-        "<h2>Failure classes</h2>", classes,
-        "<h2>Plots</h2>",
-        f"<figure><figcaption>Success per category</figcaption>"
-        f"{plots.success_by_category(s)}</figure>" if s["categories"] else "",
-        f"<figure><figcaption>Steps per task</figcaption>{plots.steps_per_task(per_task)}"
-        f"</figure>" if per_task else "",
-        f"<figure><figcaption>Tokens against success</figcaption>"
-        f"{plots.tokens_against_success(per_task)}</figure>" if per_task else "",
-        "<h2>Tasks</h2>", tasks, "<h2>Attempts</h2>", _attempts(results),
-        "</body></html>", ""])
+    tasks = _table(
+        ["task", "category", "passed", "rate", "steps", "tokens", "first failure"],
+        [
+            [
+                escape(r["task_id"]),
+                escape(r["category"]),
+                f"{r['successes']}/{r['attempts']}",
+                fmt(r["success_rate"], 2),
+                f"{r['mean_steps']:.1f}",
+                f"{r['mean_tokens']:.0f}",
+                escape(r["failures"][0]) if r["failures"] else "",
+            ]
+            for r in per_task
+        ],
+        ["pass" if r["successes"] == r["attempts"] else "fail" for r in per_task],
+    )
+    classes = _table(
+        ["failure class", "attempts"],
+        [[escape(k), str(v)] for k, v in s["failure_classes"].items()],
+    )
+    unstable = _unstable(s["unstable_tasks"], s["tasks"])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            # Defence in depth behind escaping: the page may load nothing and run no script.
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "style-src 'unsafe-inline'\">",
+            f"<title>{title}</title><style>{STYLE}</style></head><body>",
+            f"<h1>{title}</h1>",
+            f"<p>{s['tasks']} task(s), {escape(str(run['repeats']))} attempt(s) each · run "
+            f"<code>{escape(str(run['run_id']))}</code> · {escape(str(run['date']))} · suite hash "
+            f"<code>{escape(str(run['suite_hash']))}</code></p>",
+            "<h2>Figures</h2>",
+            _figures(s),
+            f"<p>Unstable tasks: {unstable}</p>",
+            "<h2>Failure classes</h2>",
+            classes,
+            "<h2>Plots</h2>",
+            f"<figure><figcaption>Success per category</figcaption>"
+            f"{plots.success_by_category(s)}</figure>"
+            if s["categories"]
+            else "",
+            f"<figure><figcaption>Steps per task</figcaption>{plots.steps_per_task(per_task)}"
+            f"</figure>"
+            if per_task
+            else "",
+            f"<figure><figcaption>Tokens against success</figcaption>"
+            f"{plots.tokens_against_success(per_task)}</figure>"
+            if per_task
+            else "",
+            "<h2>Tasks</h2>",
+            tasks,
+            "<h2>Attempts</h2>",
+            _attempts(results),
+            "</body></html>",
+            "",
+        ]
+    )

@@ -25,27 +25,41 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
     s = report["summary"]
     tasks = results.tasks
     failing = [t for t in tasks if t.passes < t.attempts]
-    suite = ET.Element("testsuite", {
-        "name": f"{results.run['task_set']} {results.run['task_set_version']}",
-        "tests": str(len(tasks)), "failures": str(len(failing)), "errors": "0",
-        "time": f"{sum(r.seconds for r in results.rows):.3f}",
-    })
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": f"{results.run['task_set']} {results.run['task_set_version']}",
+            "tests": str(len(tasks)),
+            "failures": str(len(failing)),
+            "errors": "0",
+            "time": f"{sum(r.seconds for r in results.rows):.3f}",
+        },
+    )
     properties = ET.SubElement(suite, "properties")
     for key in ("scaffold", "model", "suite_hash", "run_id"):
         ET.SubElement(properties, "property", {"name": key, "value": str(results.run[key])})
-    ET.SubElement(properties, "property", {"name": "success_rate",
-                                           "value": f"{s['success_rate']}"})
+    ET.SubElement(properties, "property", {"name": "success_rate", "value": f"{s['success_rate']}"})
     for task in tasks:
-        case = ET.SubElement(suite, "testcase", {
-            "classname": task.category, "name": task.task_id,
-            "time": f"{sum(r.seconds for r in task.rows):.3f}",
-        })
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": task.category,
+                "name": task.task_id,
+                "time": f"{sum(r.seconds for r in task.rows):.3f}",
+            },
+        )
         if task.passes < task.attempts:
-            failure = ET.SubElement(case, "failure", {
-                "message": f"{task.attempts - task.passes} of {task.attempts} attempt(s) failed: "
-                           + "; ".join(str(r.failure) for r in task.rows if not r.passed),
-                "type": ",".join(sorted({r.failure_class for r in task.rows if not r.passed})),
-            })
+            failed = [r for r in task.rows if not r.passed]
+            failure = ET.SubElement(
+                case,
+                "failure",
+                {
+                    "message": f"{len(failed)} of {task.attempts} attempt(s) failed: "
+                    + "; ".join(str(r.failure) for r in failed),
+                    "type": ",".join(sorted({r.failure_class for r in failed})),
+                },
+            )
             failure.text = _checks_text(task)
     ET.indent(suite)
     body = ET.tostring(suite, encoding="unicode")

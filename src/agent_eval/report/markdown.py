@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from agent_eval.report.text import fmt, fmt_interval
+from agent_eval.report.text import fmt, fmt_interval, shown_k, shown_k_note
 
 
 def _cell(text: object) -> str:
@@ -26,39 +26,74 @@ def render_markdown(report: dict[str, Any]) -> str:
     """The run report for a CI step summary, from ``summarise_run``'s dict."""
     s, run = report["summary"], report["summary"]["run"]
     quant = f" ({run['quant']})" if run.get("quant") else ""
-    lines = [f"## {_cell(run['scaffold'])} x {_cell(run['model'])}{_cell(quant)}", "",
-             f"Suite `{run['task_set']}` {run['task_set_version']} · {s['tasks']} task(s) · "
-             f"{run['repeats']} attempt(s) each · run `{run['run_id']}`", ""]
-    figures: list[list[object]] = [
-        ["success rate", fmt(s["success_rate"]), fmt_interval(s["wilson95"]),
-         f"Wilson, {s['passed']} of {s['attempts']} attempts"],
-        ["mean over tasks", fmt(s["task_mean"]), fmt_interval(s["task_ci95"]),
-         f"SE {fmt(s['task_se'])}"],
+    lines = [
+        f"## {_cell(run['scaffold'])} x {_cell(run['model'])}{_cell(quant)}",
+        "",
+        f"Suite `{run['task_set']}` {run['task_set_version']} · {s['tasks']} task(s) · "
+        f"{run['repeats']} attempt(s) each · run `{run['run_id']}`",
+        "",
     ]
-    figures += [[f"pass@{k}", fmt(v), "", f"SE {fmt(s['pass_at_k_se'][k])}"]
-                for k, v in s["pass_at_k"].items()]
-    figures += [[f"pass^{k}", fmt(v), "", f"SE {fmt(s['pass_hat_k_se'][k])}"]
-                for k, v in s["pass_hat_k"].items()]
+    figures: list[list[object]] = [
+        [
+            "success rate",
+            fmt(s["success_rate"]),
+            fmt_interval(s["wilson95"]),
+            f"Wilson, {s['passed']} of {s['attempts']} attempts",
+        ],
+        [
+            "mean over tasks",
+            fmt(s["task_mean"]),
+            fmt_interval(s["task_ci95"]),
+            f"SE {fmt(s['task_se'])}",
+        ],
+    ]
+    ks = shown_k(list(s["pass_at_k"]))
+    figures += [
+        [f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}"] for k in ks
+    ]
+    figures += [
+        [f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}"] for k in ks
+    ]
     if s["within_task_var"] is not None:
         figures.append(["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"])
-        figures.append(["between-task var", fmt(s["between_task_var"], 4), "",
-                        "true differences between tasks"])
+        figures.append(
+            [
+                "between-task var",
+                fmt(s["between_task_var"], 4),
+                "",
+                "true differences between tasks",
+            ]
+        )
     lines += [*table(["figure", "value", "95% interval", "note"], figures), ""]
+    note = shown_k_note(list(s["pass_at_k"]))
+    if note:
+        lines += [note, ""]
     usable, model = s["usable_success"], s["model_success"]
-    lines += [f"- usable success {fmt(usable['rate'])} ({usable['passed']} of "
-              f"{usable['attempts']} attempts, all counted)",
-              f"- model success {fmt(model['rate'])} ({model['passed']} of "
-              f"{model['attempts']} attempts, infra errors excluded)",
-              "- failure classes: " + ", ".join(f"{k} {v}" for k, v in
-                                                s["failure_classes"].items())]
+    lines += [
+        f"- usable success {fmt(usable['rate'])} ({usable['passed']} of "
+        f"{usable['attempts']} attempts, all counted)",
+        f"- model success {fmt(model['rate'])} ({model['passed']} of "
+        f"{model['attempts']} attempts, infra errors excluded)",
+        "- failure classes: " + ", ".join(f"{k} {v}" for k, v in s["failure_classes"].items()),
+    ]
     if s["unstable_tasks"]:
         lines.append("- unstable tasks: " + ", ".join(f"`{t}`" for t in s["unstable_tasks"]))
     if s["cost"] is not None:
         lines.append(f"- cost {fmt(s['cost']['cost_total'], 4)} total")
     lines += ["", "### Tasks", ""]
-    lines += table(["task", "category", "passed", "rate", "steps", "tokens", "first failure"],
-                   [[f"`{r['task_id']}`", r["category"], f"{r['successes']}/{r['attempts']}",
-                     fmt(r["success_rate"], 2), f"{r['mean_steps']:.1f}",
-                     f"{r['mean_tokens']:.0f}", r["failures"][0] if r["failures"] else ""]
-                    for r in report["per_task"]])
+    lines += table(
+        ["task", "category", "passed", "rate", "steps", "tokens", "first failure"],
+        [
+            [
+                f"`{r['task_id']}`",
+                r["category"],
+                f"{r['successes']}/{r['attempts']}",
+                fmt(r["success_rate"], 2),
+                f"{r['mean_steps']:.1f}",
+                f"{r['mean_tokens']:.0f}",
+                r["failures"][0] if r["failures"] else "",
+            ]
+            for r in report["per_task"]
+        ],
+    )
     return "\n".join(lines) + "\n"

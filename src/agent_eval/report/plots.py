@@ -52,8 +52,13 @@ def success_by_category(summary: dict[str, Any]) -> str:
         rate = cat["success_rate"] or 0.0
         spread = [[max(0.0, rate - lo)], [max(0.0, hi - rate)]]
         axes.errorbar([rate], [y], xerr=spread, fmt="o", capsize=4, color="#264653")
-        axes.annotate(f"{rate:.2f} ({cat['passed']}/{cat['attempts']})", (hi, y),
-                      xytext=(6, -3), textcoords="offset points", fontsize=8)
+        axes.annotate(
+            f"{rate:.2f} ({cat['passed']}/{cat['attempts']})",
+            (hi, y),
+            xytext=(6, -3),
+            textcoords="offset points",
+            fontsize=8,
+        )
     axes.set_yticks(range(len(names)), names)
     axes.set_xlim(0, 1.25)
     axes.set_ylim(-0.6, max(len(names), 1) - 0.4)
@@ -62,21 +67,70 @@ def success_by_category(summary: dict[str, Any]) -> str:
     return to_svg(figure, "success-by-category")
 
 
+BARS_UP_TO = 60
+"""Up to this many tasks, steps per task is one labelled bar per task; past it, bars and
+labels would be too thin to read (and slow to draw), so the plot becomes a histogram."""
+
+OUTCOMES = (
+    ("every attempt passed", PASS_COLOUR),
+    ("some passed", MIXED_COLOUR),
+    ("none passed", FAIL_COLOUR),
+)
+"""How a task's attempts went, with the colour it is drawn in; the histogram's legend."""
+
+
 def steps_per_task(per_task: list[dict[str, Any]]) -> str:
-    """Mean steps per task with the min-max range, coloured by how often the task passed."""
+    """Mean steps per task with the min-max range, coloured by how often the task passed;
+    past BARS_UP_TO tasks, how many tasks took each mean number of steps.
+    """
+    if len(per_task) > BARS_UP_TO:
+        return _steps_histogram(per_task)
     figure = Figure(figsize=(max(6.4, 0.35 * len(per_task) + 1.5), 3.2))
     axes = figure.add_subplot()
     xs = range(len(per_task))
     means = [row["mean_steps"] for row in per_task]
     axes.bar(xs, means, color=[_colour(row["success_rate"]) for row in per_task])
-    axes.errorbar(xs, means, yerr=[[m - row["min_steps"] for m, row in zip(means, per_task,
-                                                                            strict=True)],
-                                   [row["max_steps"] - m for m, row in zip(means, per_task,
-                                                                            strict=True)]],
-                  fmt="none", color="#264653", capsize=2)
-    axes.set_xticks(list(xs), [row["task_id"] for row in per_task], rotation=60, ha="right",
-                    fontsize=7)
+    axes.errorbar(
+        xs,
+        means,
+        yerr=[
+            [m - row["min_steps"] for m, row in zip(means, per_task, strict=True)],
+            [row["max_steps"] - m for m, row in zip(means, per_task, strict=True)],
+        ],
+        fmt="none",
+        color="#264653",
+        capsize=2,
+    )
+    axes.set_xticks(
+        list(xs), [row["task_id"] for row in per_task], rotation=60, ha="right", fontsize=7
+    )
     axes.set_ylabel("steps (mean, min-max)")
+    return to_svg(figure, "steps-per-task")
+
+
+def _steps_histogram(per_task: list[dict[str, Any]]) -> str:
+    """Tasks counted by their mean steps, stacked by how their attempts went."""
+    figure = Figure(figsize=(6.4, 3.2))
+    axes = figure.add_subplot()
+    groups = [
+        (
+            label,
+            colour,
+            [row["mean_steps"] for row in per_task if _colour(row["success_rate"]) == colour],
+        )
+        for label, colour in OUTCOMES
+    ]
+    groups = [group for group in groups if group[2]]
+    axes.hist(
+        [group[2] for group in groups],
+        bins=30,
+        stacked=True,
+        color=[group[1] for group in groups],
+        label=[group[0] for group in groups],
+    )
+    axes.legend(fontsize=8)
+    axes.set_xlabel(f"mean steps per attempt ({len(per_task)} tasks)")
+    axes.set_ylabel("tasks")
     return to_svg(figure, "steps-per-task")
 
 
@@ -84,9 +138,12 @@ def tokens_against_success(per_task: list[dict[str, Any]]) -> str:
     """Each task's mean tokens against its success rate: does spending more help?"""
     figure = Figure(figsize=(6.4, 3.4))
     axes = figure.add_subplot()
-    axes.scatter([row["mean_tokens"] for row in per_task],
-                 [row["success_rate"] for row in per_task],
-                 c=[_colour(row["success_rate"]) for row in per_task], edgecolors="#264653")
+    axes.scatter(
+        [row["mean_tokens"] for row in per_task],
+        [row["success_rate"] for row in per_task],
+        c=[_colour(row["success_rate"]) for row in per_task],
+        edgecolors="#264653",
+    )
     axes.set_xlabel("mean tokens per attempt")
     axes.set_ylabel("task success rate")
     axes.set_ylim(-0.08, 1.08)

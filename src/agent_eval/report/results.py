@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
+from operator import attrgetter
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple, get_origin
 
@@ -95,14 +97,29 @@ class Attempt(NamedTuple):
 if Attempt._fields[:-1] != tuple(AttemptResult.model_fields):
     # compact() copies AttemptResult's fields by position, and a field left out here
     # would silently vanish from every report.
-    raise RuntimeError("report.results.Attempt must list AttemptResult's fields, in order, "
-                       "then 'failure'")
+    raise RuntimeError(
+        "report.results.Attempt must list AttemptResult's fields, in order, then 'failure'"
+    )
 
 
 _CHECKS_AT = Attempt._fields.index("checks")
 _CHANGED_AT = Attempt._fields.index("changed_files")
-_LIST_CHECKS = [index for index, field in enumerate(Checks.model_fields.values())
-                if get_origin(field.annotation) is list]
+_LIST_CHECKS = [
+    index
+    for index, field in enumerate(Checks.model_fields.values())
+    if get_origin(field.annotation) is list
+]
+
+
+_shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+"""Equal tuples of check values, one object each while a file loads (emptied after)."""
+
+
+def _share(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One object for equal tuples: rows repeat a few combinations of checks, tools and
+    files, and every tuple kept is memory, and work for the cycle collector until its
+    first pass over it."""
+    return _shared.setdefault(value, value)
 
 
 def compact(row: AttemptResult) -> Attempt:
@@ -115,13 +132,17 @@ def compact(row: AttemptResult) -> Attempt:
     """
     checks = [*row.checks.__dict__.values()]
     for index in _LIST_CHECKS:
-        checks[index] = tuple(checks[index])
+        checks[index] = _share(tuple(checks[index]))
     values = [*row.__dict__.values()]
-    values[_CHECKS_AT] = tuple(checks)
+    values[_CHECKS_AT] = _share(tuple(checks))
     if row.changed_files is not None:
-        values[_CHANGED_AT] = tuple(row.changed_files)
+        values[_CHANGED_AT] = _share(tuple(row.changed_files))
     values.append(None if row.passed else describe_failure(row))
-    return Attempt._make(values)
+    # Attempt._make without its length check, which the guard above makes redundant.
+    return tuple.__new__(Attempt, values)
+
+
+_ATTEMPT = attrgetter("attempt")
 
 
 @dataclass(frozen=True)
@@ -140,10 +161,10 @@ class TaskOutcome:
         """How many attempts the task had."""
         return len(self.rows)
 
-    @property
+    @cached_property
     def passes(self) -> int:
         """How many attempts passed."""
-        return sum(row.passed for row in self.rows)
+        return [row.passed for row in self.rows].count(True)
 
     @property
     def rate(self) -> float:
@@ -162,15 +183,17 @@ class RunResults:
     rows: tuple[Attempt, ...]
     """Every attempt, validated."""
 
-    @property
-    def tasks(self) -> list[TaskOutcome]:
-        """Attempts grouped by task id, tasks in first-seen order."""
+    @cached_property
+    def tasks(self) -> tuple[TaskOutcome, ...]:
+        """Attempts grouped by task id, tasks in first-seen order (worked out once: every
+        format reads them, some more than once)."""
         grouped: dict[str, list[Attempt]] = {}
         for row in self.rows:
             grouped.setdefault(row.task_id, []).append(row)
-        return [TaskOutcome(task_id, rows[0].category,
-                            tuple(sorted(rows, key=lambda r: r.attempt)))
-                for task_id, rows in grouped.items()]
+        return tuple(
+            TaskOutcome(task_id, rows[0].category, tuple(sorted(rows, key=_ATTEMPT)))
+            for task_id, rows in grouped.items()
+        )
 
     @property
     def prices(self) -> dict[str, float | None]:
@@ -209,10 +232,10 @@ class _Document(TypedDict):
 
 _DOCUMENT = TypeAdapter(_Document)
 _ROWS = TypeAdapter(list[Annotated[AttemptResult, AfterValidator(compact)]])
-_OPEN, _NEXT, _CLOSE = '\n  "results": [\n    ', ",\n    ", "\n  ]\n}\n"
+_OPEN, _NEXT, _CLOSE = b'\n  "results": [\n    ', b",\n    ", b"\n  ]\n}\n"
 """How the runner lays out rows: the header indented, then one compact row per line."""
 _BATCH = 2_000_000
-"""Characters of rows parsed at once; pydantic holds a parse tree of about twice the
+"""Bytes of rows parsed at once; pydantic holds a parse tree of about twice the
 text it reads."""
 
 
@@ -235,34 +258,40 @@ def load_results(path: str | Path) -> RunResults:
     path = Path(path)
     with _gc_paused():
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = None
-        loaded = None if text is None else _load_by_line(path, text) or _load_whole(path, text)
-        del text  # a hundred megabytes for a large run: not to be held while reporting
-        return loaded or _load_checked(path)
+            # Bytes: pydantic parses UTF-8 itself, and decoding first costs a copy.
+            data = path.read_bytes()
+        except OSError:
+            data = None
+        try:
+            loaded = None if data is None else _load_by_line(path, data) or _load_whole(path, data)
+            del data  # a hundred megabytes for a large run: not to be held while reporting
+            return loaded or _load_checked(path)
+        finally:
+            _shared.clear()
 
 
-def _load_by_line(path: Path, text: str) -> RunResults | None:
+def _load_by_line(path: Path, data: bytes) -> RunResults | None:
     """A file in the runner's layout, its rows validated a batch at a time so that the
     parse never holds the whole file's tree; None when the layout differs or anything
     is invalid.
 
     Splitting at the row separators is safe: a JSON string holds no raw newline, so a
-    separator inside a row would leave both pieces unbalanced, and they would fail.
+    separator inside a row would leave both pieces unbalanced, and they would fail. For
+    the same reason the first ``_OPEN`` is the top-level "results" key: a second one, or
+    anything after the rows, fails as a row.
     """
-    start = text.rfind(_OPEN)
-    if start < 0 or not text.endswith(_CLOSE):
+    start = data.find(_OPEN)
+    if start < 0 or not data.endswith(_CLOSE):
         return None
-    head = _load_whole(path, text[:start] + '\n  "results": []\n}\n')
+    head = _load_whole(path, data[:start] + b'\n  "results": []\n}\n')
     if head is None or head.rows:
         return None
     rows: list[Attempt] = []
-    position, end = start + len(_OPEN), len(text) - len(_CLOSE)
+    position, end = start + len(_OPEN), len(data) - len(_CLOSE)
     while position < end:
-        found = text.find(_NEXT, position + _BATCH, end)
+        found = data.find(_NEXT, position + _BATCH, end)
         stop = end if found < 0 else found
-        batch = "[" + text[position:stop] + "]"  # the separators are valid JSON as they are
+        batch = b"[" + data[position:stop] + b"]"  # the separators are valid JSON as they are
         try:
             # The validator hands back Attempts in place of the records it validated.
             rows += _ROWS.validate_json(batch)  # type: ignore[arg-type]
@@ -272,12 +301,12 @@ def _load_by_line(path: Path, text: str) -> RunResults | None:
     return RunResults(path, head.run, tuple(rows))
 
 
-def _load_whole(path: Path, text: str) -> RunResults | None:
+def _load_whole(path: Path, data: bytes) -> RunResults | None:
     """A valid file parsed and validated in one pass inside pydantic; None on any problem,
     so that ``_load_checked`` finds it and names it.
     """
     try:
-        document = _DOCUMENT.validate_json(text)
+        document = _DOCUMENT.validate_json(data)
     except ValidationError:
         return None
     run = document["run"]
@@ -298,28 +327,35 @@ def _load_checked(path: Path) -> RunResults:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ResultsError(f"{where}: not found (give the --out file of "
-                           "'agent-eval run')") from None
+        raise ResultsError(
+            f"{where}: not found (give the --out file of 'agent-eval run')"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{where}: cannot be read ({exc})") from None
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{where}: not valid JSON at line {exc.lineno} column {exc.colno} "
-                           "(the file is damaged or truncated; re-run or restore it)") from None
+        raise ResultsError(
+            f"{where}: not valid JSON at line {exc.lineno} column {exc.colno} "
+            "(the file is damaged or truncated; re-run or restore it)"
+        ) from None
     if not isinstance(document, dict):
         raise ResultsError(f"{where}: expected a JSON object with 'run' and 'results'")
     schema = document.get("schema")
     if schema != RESULTS_SCHEMA:
-        raise ResultsError(f"{where}: schema {schema!r} is not {RESULTS_SCHEMA} (write it with "
-                           "a matching agent-eval, or upgrade agent-eval to read it)")
+        raise ResultsError(
+            f"{where}: schema {schema!r} is not {RESULTS_SCHEMA} (write it with "
+            "a matching agent-eval, or upgrade agent-eval to read it)"
+        )
     run = document.get("run")
     if not isinstance(run, dict):
         raise ResultsError(f"{where}: 'run' must be an object")
     for key, kind in REQUIRED_RUN_KEYS.items():
         value = run.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise ResultsError(f"{where}: run.{key} is missing or not a "
-                               f"{getattr(kind, '__name__', kind)} (the file is not a results "
-                               "file written by 'agent-eval run')")
+            raise ResultsError(
+                f"{where}: run.{key} is missing or not a "
+                f"{getattr(kind, '__name__', kind)} (the file is not a results "
+                "file written by 'agent-eval run')"
+            )
     raw_rows = document.get("results")
     if not isinstance(raw_rows, list):
         raise ResultsError(f"{where}: 'results' must be a list of attempt rows")
@@ -330,6 +366,7 @@ def _load_checked(path: Path) -> RunResults:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "(row)"
-            raise ResultsError(f"{where}: results[{index}].{field}: {first['msg']} "
-                               "(fix or remove that row)") from None
+            raise ResultsError(
+                f"{where}: results[{index}].{field}: {first['msg']} (fix or remove that row)"
+            ) from None
     return RunResults(path, run, tuple(rows))

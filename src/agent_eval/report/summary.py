@@ -12,15 +12,27 @@ from agent_eval.report.results import Attempt, RunResults, TaskOutcome
 from agent_eval.score import stats
 from agent_eval.score.summary import price
 
-RUN_KEYS = ("run_id", "lab", "scaffold", "model", "router_model", "quant", "engine",
-            "task_set", "task_set_version", "suite_hash", "repeats", "date", "host",
-            "harness_version")
+RUN_KEYS = (
+    "run_id",
+    "lab",
+    "scaffold",
+    "model",
+    "router_model",
+    "quant",
+    "engine",
+    "task_set",
+    "task_set_version",
+    "suite_hash",
+    "repeats",
+    "date",
+    "host",
+    "harness_version",
+)
 """Run metadata repeated in the report so that it names what it describes."""
 
 
 def _rate(passed: int, attempts: int) -> dict[str, Any]:
-    return {"rate": passed / attempts if attempts else None, "passed": passed,
-            "attempts": attempts}
+    return {"rate": passed / attempts if attempts else None, "passed": passed, "attempts": attempts}
 
 
 def _interval(est: stats.MeanEstimate) -> list[float] | None:
@@ -122,7 +134,7 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
     return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
 
 
-def _categories(tasks: list[TaskOutcome]) -> dict[str, dict[str, Any]]:
+def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
     """Per category: tasks, attempts, pass rate with Wilson, and the mean over its tasks."""
     grouped: dict[str, list[TaskOutcome]] = {}
     for task in tasks:
@@ -132,17 +144,23 @@ def _categories(tasks: list[TaskOutcome]) -> dict[str, dict[str, Any]]:
         attempts = sum(t.attempts for t in members)
         passed = sum(t.passes for t in members)
         est = stats.mean_estimate([t.rate for t in members], bounds=(0, 1))
-        view[name] = {"tasks": len(members), "attempts": attempts, "passed": passed,
-                      "success_rate": passed / attempts if attempts else None,
-                      "wilson95": list(stats.wilson_interval(passed, attempts)),
-                      "task_mean": est.mean, "task_ci95": _interval(est)}
+        view[name] = {
+            "tasks": len(members),
+            "attempts": attempts,
+            "passed": passed,
+            "success_rate": passed / attempts if attempts else None,
+            "wilson95": list(stats.wilson_interval(passed, attempts)),
+            "task_mean": est.mean,
+            "task_ci95": _interval(est),
+        }
     return view
 
 
 def _cost(rows: Sequence[Attempt], prices: dict[str, float | None]) -> dict[str, Any]:
     """The run's cost at the recorded prices, from token sums (score.summary.price)."""
-    split = [row for row in rows
-             if row.prompt_tokens is not None and row.completion_tokens is not None]
+    split = [
+        row for row in rows if row.prompt_tokens is not None and row.completion_tokens is not None
+    ]
     return price(len(rows), sum(row.tokens for row in rows),
                  sum(row.prompt_tokens or 0 for row in split),
                  sum(row.completion_tokens or 0 for row in split),

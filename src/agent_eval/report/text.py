@@ -32,11 +32,37 @@ def fmt_p(value: float | None) -> str:
     return f"{value:.1e}" if value < 1e-4 else f"{value:.4f}"
 
 
+def shown_k(ks: list[str]) -> list[str]:
+    """The k of pass@k and pass^k a report lists: every k up to 10, then 20, 50, 100,
+    200... and the largest. With 100 repeats, 200 rows of them would bury the other
+    figures; the JSON report keeps every k.
+    """
+    return [k for k in ks if int(k) <= 10 or k.rstrip("0") in ("1", "2", "5") or k == ks[-1]]
+
+
+def shown_k_note(ks: list[str]) -> str | None:
+    """The sentence that says which k were left out, or None when none was."""
+    shown = shown_k(ks)
+    if len(shown) == len(ks):
+        return None
+    return (
+        f"pass@k and pass^k are shown for k = {', '.join(shown)}; the JSON report "
+        "(--format json) has every k."
+    )
+
+
 def render_tables(tables: list[Table | str], width: int = 100) -> str:
     """Render rich tables and lines to plain text of a fixed width, without colour codes."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, color_system=None, force_terminal=False,
-                      highlight=False, emoji=False, markup=False)
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     for item in tables:
         # Lines are printed whole: a script reading them should not meet a wrapped line.
         console.print(item, soft_wrap=isinstance(item, str))
@@ -47,13 +73,16 @@ def render_tables(tables: list[Table | str], width: int = 100) -> str:
 def _headline(s: dict[str, Any]) -> list[str]:
     run = s["run"]
     quant = f" ({run['quant']})" if run.get("quant") else ""
-    lines = [f"{run['scaffold']} x {run['model']}{quant}: {s['tasks']} task(s), "
-             f"{run['repeats']} attempt(s) each",
-             f"suite {run['task_set']} {run['task_set_version']} "
-             f"(hash {short_hash(run['suite_hash'])}), run {run['run_id']}"]
+    lines = [
+        f"{run['scaffold']} x {run['model']}{quant}: {s['tasks']} task(s), "
+        f"{run['repeats']} attempt(s) each",
+        f"suite {run['task_set']} {run['task_set_version']} "
+        f"(hash {short_hash(run['suite_hash'])}), run {run['run_id']}",
+    ]
     if s["interrupted"]:
-        lines.append("WARNING: this run was interrupted; only the attempts that finished "
-                     "are counted")
+        lines.append(
+            "WARNING: this run was interrupted; only the attempts that finished are counted"
+        )
     return lines
 
 
@@ -61,20 +90,30 @@ def _overview(s: dict[str, Any]) -> Table:
     table = Table(title="Success", title_justify="left")
     for column in ("figure", "value", "95% interval", "note"):
         table.add_column(column)
-    table.add_row("success rate", fmt(s["success_rate"]), fmt_interval(s["wilson95"]),
-                  f"Wilson, {s['passed']} of {s['attempts']} attempts")
-    table.add_row("mean over tasks", fmt(s["task_mean"]), fmt_interval(s["task_ci95"]),
-                  f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df")
-    for k, value in s["pass_at_k"].items():
-        table.add_row(f"pass@{k}", fmt(value), "", f"SE {fmt(s['pass_at_k_se'][k])}")
-    for k, value in s["pass_hat_k"].items():
-        table.add_row(f"pass^{k}", fmt(value), "", f"SE {fmt(s['pass_hat_k_se'][k])}")
+    table.add_row(
+        "success rate",
+        fmt(s["success_rate"]),
+        fmt_interval(s["wilson95"]),
+        f"Wilson, {s['passed']} of {s['attempts']} attempts",
+    )
+    table.add_row(
+        "mean over tasks",
+        fmt(s["task_mean"]),
+        fmt_interval(s["task_ci95"]),
+        f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df",
+    )
+    ks = shown_k(list(s["pass_at_k"]))
+    for k in ks:
+        table.add_row(f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}")
+    for k in ks:
+        table.add_row(f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}")
     if s["within_task_var"] is None:
         table.add_row("variance split", "-", "", "needs 2 or more attempts per task")
     else:
         table.add_row("within-task var", fmt(s["within_task_var"], 4), "", "attempt noise")
-        table.add_row("between-task var", fmt(s["between_task_var"], 4), "",
-                      "true differences between tasks")
+        table.add_row(
+            "between-task var", fmt(s["between_task_var"], 4), "", "true differences between tasks"
+        )
     return table
 
 
@@ -83,8 +122,13 @@ def _categories(s: dict[str, Any]) -> Table:
     for column in ("category", "tasks", "passed", "rate", "95% interval (Wilson)"):
         table.add_column(column)
     for name, cat in s["categories"].items():
-        table.add_row(name, str(cat["tasks"]), f"{cat['passed']}/{cat['attempts']}",
-                      fmt(cat["success_rate"]), fmt_interval(cat["wilson95"]))
+        table.add_row(
+            name,
+            str(cat["tasks"]),
+            f"{cat['passed']}/{cat['attempts']}",
+            fmt(cat["success_rate"]),
+            fmt_interval(cat["wilson95"]),
+        )
     return table
 
 
@@ -99,16 +143,19 @@ def _failures(s: dict[str, Any]) -> Table:
 
 def _success_lines(s: dict[str, Any]) -> list[str]:
     usable, model = s["usable_success"], s["model_success"]
-    return [f"usable success  {fmt(usable['rate'])}  ({usable['passed']} of "
-            f"{usable['attempts']} attempts, all counted)",
-            f"model success   {fmt(model['rate'])}  ({model['passed']} of "
-            f"{model['attempts']} attempts, infra errors excluded)"]
+    return [
+        f"usable success  {fmt(usable['rate'])}  ({usable['passed']} of "
+        f"{usable['attempts']} attempts, all counted)",
+        f"model success   {fmt(model['rate'])}  ({model['passed']} of "
+        f"{model['attempts']} attempts, infra errors excluded)",
+    ]
 
 
 TASK_COLUMNS = ("task", "category", "passed", "rate", "steps", "tokens", "first failure")
 PLAIN_ABOVE = 200
-"""Past this many tasks the task table is plain aligned text: rich lays out a table at
-about 3 ms a row, which at 1,000 tasks is most of a report's time."""
+"""Past this many rows a long table (the report's tasks and changed files, compare's
+changed tasks) is plain aligned text: rich lays out a table at about 3 ms a row, which
+at 1,000 tasks is most of a report's time."""
 
 
 def _tasks(per_task: list[dict[str, Any]]) -> Table | str:
@@ -120,7 +167,7 @@ def _tasks(per_task: list[dict[str, Any]]) -> Table | str:
         for row in per_task
     ]  # fmt: skip
     if len(cells) > PLAIN_ABOVE:
-        return _plain_table("Tasks", TASK_COLUMNS, cells, right=(4, 5))
+        return plain_table("Tasks", TASK_COLUMNS, cells, right=(4, 5))
     table = Table(title="Tasks", title_justify="left")
     for number, column in enumerate(TASK_COLUMNS):
         table.add_column(column, justify="right" if number in (4, 5) else "left")
@@ -129,7 +176,7 @@ def _tasks(per_task: list[dict[str, Any]]) -> Table | str:
     return table
 
 
-def _plain_table(
+def plain_table(
     title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], right: tuple[int, ...]
 ) -> str:
     """Columns aligned with two spaces between them, the title and a rule above."""
@@ -153,16 +200,19 @@ def _footer(s: dict[str, Any]) -> list[Table | str]:
         for role, tokens in s["tokens_by_role"].items():
             roles.add_row(role, str(tokens))
         items.append(roles)
-    items.append(f"tokens        {s['total_tokens']} total, {fmt(s['mean_tokens'], 1)} "
-                 "per attempt")
+    items.append(f"tokens        {s['total_tokens']} total, {fmt(s['mean_tokens'], 1)} per attempt")
     cost = s["cost"]
     if cost is None:
-        items.append("cost          not computed: no price was given (run with "
-                     "--cost-per-million, or input and output prices)")
+        items.append(
+            "cost          not computed: no price was given (run with "
+            "--cost-per-million, or input and output prices)"
+        )
     else:
         prices = ", ".join(f"{k}={v}" for k, v in cost["prices"].items() if v is not None)
-        items.append(f"cost          {fmt(cost['cost_total'], 4)} total, "
-                     f"{fmt(cost['cost_per_task'], 4)} per attempt ({prices})")
+        items.append(
+            f"cost          {fmt(cost['cost_total'], 4)} total, "
+            f"{fmt(cost['cost_per_task'], 4)} per attempt ({prices})"
+        )
     if s["infra_retries"] is not None:
         items.append(f"infra errors are counted after up to {s['infra_retries']} retries")
     return items
@@ -172,6 +222,9 @@ def render_text(report: dict[str, Any], width: int = 100) -> str:
     """The run report for a terminal, from ``summarise_run``'s dict."""
     s = report["summary"]
     items: list[Table | str] = [*_headline(s), _overview(s)]
+    note = shown_k_note(list(s["pass_at_k"]))
+    if note:
+        items.append(note)
     if s["unstable_tasks"]:
         items.append("unstable tasks: " + ", ".join(s["unstable_tasks"]))
     if len(s["categories"]) > 1:
@@ -183,11 +236,19 @@ def render_text(report: dict[str, Any], width: int = 100) -> str:
     return render_tables(items, width)
 
 
-def _changed(attempts: list[dict[str, Any]]) -> Table:
+CHANGED_COLUMNS = ("attempt", "files (A added, M modified, D deleted)")
+
+
+def _changed(attempts: list[dict[str, Any]]) -> Table | str:
     """What each attempt did to its workspace: A added, M modified, D deleted."""
+    cells = [
+        (f"{item['task_id']} r{item['attempt']}", ", ".join(item["files"])) for item in attempts
+    ]
+    if len(cells) > PLAIN_ABOVE:
+        return plain_table("Files changed", CHANGED_COLUMNS, cells, right=())
     table = Table(title="Files changed", title_justify="left")
-    table.add_column("attempt")
-    table.add_column("files (A added, M modified, D deleted)")
-    for item in attempts:
-        table.add_row(f"{item['task_id']} r{item['attempt']}", ", ".join(item["files"]))
+    for column in CHANGED_COLUMNS:
+        table.add_column(column)
+    for row_cells in cells:
+        table.add_row(*row_cells)
     return table

@@ -91,8 +91,9 @@ def wilson_interval(passes: int, attempts: int, confidence: float = 0.95) -> tup
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def mean_estimate(values: Sequence[float], confidence: float = 0.95,
-                  bounds: tuple[float, float] | None = None) -> MeanEstimate:
+def mean_estimate(
+    values: Sequence[float], confidence: float = 0.95, bounds: tuple[float, float] | None = None
+) -> MeanEstimate:
     """Mean of per-task values with SE over tasks and a t-interval on n-1 df.
 
     ``bounds`` clips the interval to the values' possible range, (0, 1) for rates: with
@@ -148,8 +149,10 @@ def variance_split(counts: Sequence[TaskCount]) -> VarianceSplit | None:
 def pass_at_k(attempts: int, passes: int, k: int) -> float:
     """Unbiased chance that at least one of k attempts drawn from this task's passes."""
     if not 1 <= k <= attempts or not 0 <= passes <= attempts:
-        raise ValueError(f"pass@k needs 1 <= k <= attempts and 0 <= passes <= attempts "
-                         f"(got k={k}, attempts={attempts}, passes={passes})")
+        raise ValueError(
+            f"pass@k needs 1 <= k <= attempts and 0 <= passes <= attempts "
+            f"(got k={k}, attempts={attempts}, passes={passes})"
+        )
     if attempts - passes < k:
         return 1.0
     return float(1.0 - np.prod(1.0 - k / np.arange(attempts - passes + 1, attempts + 1)))
@@ -159,8 +162,10 @@ def pass_at_k(attempts: int, passes: int, k: int) -> float:
 def pass_hat_k(attempts: int, passes: int, k: int) -> float:
     """Unbiased chance that all k attempts drawn from this task's pass (tau-bench pass^k)."""
     if not 1 <= k <= attempts or not 0 <= passes <= attempts:
-        raise ValueError(f"pass^k needs 1 <= k <= attempts and 0 <= passes <= attempts "
-                         f"(got k={k}, attempts={attempts}, passes={passes})")
+        raise ValueError(
+            f"pass^k needs 1 <= k <= attempts and 0 <= passes <= attempts "
+            f"(got k={k}, attempts={attempts}, passes={passes})"
+        )
     return math.comb(passes, k) / math.comb(attempts, k)
 
 
@@ -210,8 +215,16 @@ def paired_comparison(pairs: Sequence[PairCount], confidence: float = 0.95) -> P
     correlation = None
     if len(usable) >= 2 and np.std(m_a) > 0 and np.std(m_b) > 0:
         correlation = float(np.corrcoef(m_a, m_b)[0, 1])
-    return PairedComparison(len(usable), est_a.mean, est_b.mean, diffs, diff, se_unpaired,
-                            correlation, _paired_t_p(diff))
+    return PairedComparison(
+        len(usable),
+        est_a.mean,
+        est_b.mean,
+        diffs,
+        diff,
+        se_unpaired,
+        correlation,
+        _paired_t_p(diff),
+    )
 
 
 def _paired_t_p(diff: MeanEstimate) -> float | None:
@@ -246,17 +259,52 @@ class PermutationTest:
     """Permutations drawn for a Monte Carlo estimate; None when exact."""
 
 
-def _hypergeom_pmf(total: int, passes: int, drawn: int) -> dict[int, float]:
-    """Distribution of B's passes when ``drawn`` of ``total`` pooled attempts are B's."""
+_TINY = float(np.finfo(float).tiny)
+"""Probabilities below the smallest normal double (2.2e-308) are dropped from the ends of
+a distribution: together they stay far below the 1e-300 floor of a reported p-value,
+and arithmetic on subnormal numbers is many times slower than on normal ones."""
+
+
+@lru_cache(maxsize=1 << 10)
+def _hypergeom_pmf(total: int, passes: int, drawn: int) -> tuple[int, np.ndarray]:
+    """Distribution of B's passes when ``drawn`` of ``total`` pooled attempts are B's:
+    the lowest possible count, and the probabilities from there up (read-only: cached,
+    because tasks with the same counts share it).
+    """
     denom = math.comb(total, drawn)
     low, high = max(0, drawn - (total - passes)), min(passes, drawn)
-    return {b: math.comb(passes, b) * math.comb(total - passes, drawn - b) / denom
-            for b in range(low, high + 1)}
+    pmf = np.array(
+        [
+            math.comb(passes, b) * math.comb(total - passes, drawn - b) / denom
+            for b in range(low, high + 1)
+        ]
+    )
+    pmf.flags.writeable = False
+    return low, pmf
 
 
-def permutation_test(pairs: Sequence[PairCount], seed: int | np.random.Generator = 0,
-                     permutations: int = MONTE_CARLO_PERMUTATIONS,
-                     max_exact_work: int = MAX_EXACT_WORK) -> PermutationTest:
+def _add_task(
+    dist: np.ndarray, start: int, low: int, pmf: np.ndarray, stride: int
+) -> tuple[np.ndarray, int]:
+    """The law of a sum on an integer grid (``dist[j]`` is the chance of ``start + j``)
+    after adding ``stride`` times a count drawn from ``pmf``, which starts at ``low``.
+    """
+    kernel = pmf
+    if stride > 1:
+        kernel = np.zeros((len(pmf) - 1) * stride + 1)
+        kernel[::stride] = pmf
+    dist = np.convolve(dist, kernel)
+    kept = dist >= _TINY
+    first, last = int(kept.argmax()), len(dist) - int(kept[::-1].argmax())
+    return dist[first:last], start + low * stride + first
+
+
+def permutation_test(
+    pairs: Sequence[PairCount],
+    seed: int | np.random.Generator = 0,
+    permutations: int = MONTE_CARLO_PERMUTATIONS,
+    max_exact_work: int = MAX_EXACT_WORK,
+) -> PermutationTest:
     """Shuffle A/B labels of attempts inside each task; statistic sum_i (m_B,i - m_A,i).
 
     Given each task's pooled passes, B's passes follow a hypergeometric law, so the
@@ -269,37 +317,58 @@ def permutation_test(pairs: Sequence[PairCount], seed: int | np.random.Generator
     if not live:
         return PermutationTest(1.0, True, None)
     # d_i scaled by the common multiple of the attempt counts is an integer, linear in
-    # B's passes b: (scale/K_B + scale/K_A)·b - s·scale/K_A. Ties then compare exactly.
+    # B's passes b: step_i·b - s_i·scale/K_A with step_i = scale/K_B + scale/K_A. Ties
+    # then compare exactly. Every sum of steps is a multiple of their common divisor,
+    # so the grid counts in that unit (2 with equal repeats): no cell is always empty.
     scale = math.lcm(*(n for p in live for n in (p[0], p[2])))
-    laws = []
-    for p in live:
-        pmf = _hypergeom_pmf(p[0] + p[2], p[1] + p[3], p[2])
-        laws.append((pmf, scale // p[2] + scale // p[0], (p[1] + p[3]) * (scale // p[0])))
-    observed = abs(sum(step * p[3] - base for p, (_, step, base) in zip(live, laws, strict=True)))
-    dist, offset = np.ones(1), 0
-    for pmf, step, base in laws:
-        low, high = min(pmf), max(pmf)
-        if len(dist) * ((high - low) * step + 1) > max_exact_work:
+    steps = [scale // p[2] + scale // p[0] for p in live]
+    unit = math.gcd(*steps)
+    base = sum((p[1] + p[3]) * (scale // p[0]) for p in live)
+    observed = abs(sum(step * p[3] for p, step in zip(live, steps, strict=True)) - base)
+    dist, start = np.ones(1), 0  # dist[j]: chance that the scaled sum is unit·(start+j) - base
+    for p, step in zip(live, steps, strict=True):
+        low, pmf = _hypergeom_pmf(p[0] + p[2], p[1] + p[3], p[2])
+        stride = step // unit
+        if len(dist) * ((len(pmf) - 1) * stride + 1) > max_exact_work:
             return _monte_carlo(live, seed, permutations)
-        kernel = np.zeros((high - low) * step + 1)
-        for b, q in pmf.items():
-            kernel[(b - low) * step] = q
-        dist = np.convolve(dist, kernel)
-        offset += low * step - base
-    values = np.abs(np.arange(len(dist)) + offset)
-    p_value = float(dist[values >= observed].sum())
+        dist, start = _add_task(dist, start, low, pmf, stride)
+    if observed == 0:
+        p_value = float(dist.sum())  # every relabelling is at least as far from zero
+    else:
+        # Relabellings at least as far from zero: unit·(start+j) - base >= observed, or
+        # <= -observed.
+        above = -(-(base + observed) // unit) - start
+        below = (base - observed) // unit - start
+        p_value = float(dist[max(above, 0) :].sum()) + float(dist[: max(below + 1, 0)].sum())
     return PermutationTest(min(1.0, max(p_value, 1e-300)), True, None)
 
 
-def _monte_carlo(live: list[PairCount], seed: int | np.random.Generator,
-                 permutations: int) -> PermutationTest:
-    """The permutation p-value from random relabellings: (1 + hits) / (1 + draws)."""
+def _monte_carlo(
+    live: list[PairCount], seed: int | np.random.Generator, permutations: int
+) -> PermutationTest:
+    """The permutation p-value from random relabellings: (1 + hits) / (1 + draws).
+
+    Tasks with the same attempt counts (K_A, K_B) move the statistic only through the
+    sum of their B passes, so each relabelling draws that sum once per such group, from
+    its exact law (the convolution of the tasks' hypergeometric laws), by inverting its
+    distribution function. That is the same law as drawing task by task, with the same
+    number of relabellings, at a small fraction of the cost.
+    """
     rng = np.random.default_rng(seed)
-    total = np.zeros(permutations)
+    groups: dict[tuple[int, int], list[PairCount]] = {}
     for p in live:
-        s = p[1] + p[3]
-        drawn = rng.hypergeometric(s, p[0] + p[2] - s, p[2], size=permutations)
-        total += drawn / p[2] - (s - drawn) / p[0]
+        groups.setdefault((p[0], p[2]), []).append(p)
+    total = np.zeros(permutations)
+    for (k_a, k_b), members in groups.items():
+        law, start = np.ones(1), 0
+        for p in members:
+            low, pmf = _hypergeom_pmf(p[0] + p[2], p[1] + p[3], p[2])
+            law, start = _add_task(law, start, low, pmf, 1)
+        cdf = np.cumsum(law)
+        index = np.searchsorted(cdf, rng.random(permutations) * cdf[-1], side="right")
+        drawn = start + np.minimum(index, len(law) - 1)
+        pooled = sum(p[1] + p[3] for p in members)
+        total += drawn / k_b - (pooled - drawn) / k_a
     # Floats here, because the common scale can overflow 64 bits; the slack absorbs
     # rounding so that a relabelling equal to the observed one counts as a hit.
     observed = abs(sum(p[3] / p[2] - p[1] / p[0] for p in live))
@@ -314,8 +383,15 @@ def z_sum(alpha: float = 0.05, power: float = 0.8) -> float:
     return _norm_ppf(1 - alpha / 2) + _norm_ppf(power)
 
 
-def repeats_needed(n: int, delta: float, omega2: float, sigma2_a: float, sigma2_b: float,
-                   alpha: float = 0.05, power: float = 0.8) -> int | None:
+def repeats_needed(
+    n: int,
+    delta: float,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int | None:
     """Repeats per task to detect delta with n tasks; None when no number of repeats is enough.
 
     The between-task variance omega2 is a floor that repeats cannot lower: when the
@@ -329,8 +405,15 @@ def repeats_needed(n: int, delta: float, omega2: float, sigma2_a: float, sigma2_
     return max(1, math.ceil((sigma2_a + sigma2_b) / room))
 
 
-def tasks_needed(delta: float, omega2: float, sigma2_a: float, sigma2_b: float, repeats: float,
-                 alpha: float = 0.05, power: float = 0.8) -> int | None:
+def tasks_needed(
+    delta: float,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    repeats: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int | None:
     """Tasks needed to detect delta with this many repeats each; None when delta is 0."""
     if delta == 0 or repeats <= 0:
         return None
@@ -338,9 +421,15 @@ def tasks_needed(delta: float, omega2: float, sigma2_a: float, sigma2_b: float, 
     return max(2, math.ceil(z_sum(alpha, power) ** 2 * variance / (delta * delta)))
 
 
-def minimum_detectable_difference(n: int, omega2: float, sigma2_a: float, sigma2_b: float,
-                                  repeats: float, alpha: float = 0.05,
-                                  power: float = 0.8) -> float | None:
+def minimum_detectable_difference(
+    n: int,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    repeats: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float | None:
     """Smallest true difference detected with the given power; None with no task."""
     if n <= 0 or repeats <= 0:
         return None
@@ -369,8 +458,9 @@ class Plan:
     """Minimum detectable difference at this many tasks and repeats."""
 
 
-def plan_from_pairs(pairs: Sequence[PairCount], delta: float | None = None,
-                    alpha: float = 0.05, power: float = 0.8) -> Plan:
+def plan_from_pairs(
+    pairs: Sequence[PairCount], delta: float | None = None, alpha: float = 0.05, power: float = 0.8
+) -> Plan:
     """Estimate sigma², omega² and K from two runs and derive repeats, tasks and MDE."""
     usable = [p for p in pairs if p[0] > 0 and p[2] > 0]
     diffs = [b / nb - a / na for na, a, nb, b in usable]
@@ -382,20 +472,32 @@ def plan_from_pairs(pairs: Sequence[PairCount], delta: float | None = None,
         mde = None
         if repeats is not None and len(usable) >= 2:
             # With one attempt the spread of d_i already holds both kinds of variance.
-            mde = minimum_detectable_difference(len(usable), float(np.var(diffs, ddof=1)),
-                                                0.0, 0.0, 1.0, alpha, power)
+            mde = minimum_detectable_difference(
+                len(usable), float(np.var(diffs, ddof=1)), 0.0, 0.0, 1.0, alpha, power
+            )
         return Plan(repeats, s2a, s2b, None, target, None, None, mde)
     omega2 = max(0.0, float(np.var(diffs, ddof=1)) - (s2a + s2b) / repeats)
     n = len(usable)
-    return Plan(repeats, s2a, s2b, omega2, target,
-                repeats_needed(n, target, omega2, s2a, s2b, alpha, power),
-                tasks_needed(target, omega2, s2a, s2b, repeats, alpha, power),
-                minimum_detectable_difference(n, omega2, s2a, s2b, repeats, alpha, power))
+    return Plan(
+        repeats,
+        s2a,
+        s2b,
+        omega2,
+        target,
+        repeats_needed(n, target, omega2, s2a, s2b, alpha, power),
+        tasks_needed(target, omega2, s2a, s2b, repeats, alpha, power),
+        minimum_detectable_difference(n, omega2, s2a, s2b, repeats, alpha, power),
+    )
 
 
-def simulate_fixed_suite_power(p_a: Sequence[float], p_b: Sequence[float], repeats: int,
-                               trials: int, seed: int | np.random.Generator,
-                               alpha: float = 0.05) -> float:
+def simulate_fixed_suite_power(
+    p_a: Sequence[float],
+    p_b: Sequence[float],
+    repeats: int,
+    trials: int,
+    seed: int | np.random.Generator,
+    alpha: float = 0.05,
+) -> float:
     """Share of simulated pairs of runs on exactly these tasks where the permutation test
     rejects at alpha: the power of claim (b) with this many repeats, checked by the test
     that will actually be run rather than by the normal approximation.
@@ -409,8 +511,9 @@ def simulate_fixed_suite_power(p_a: Sequence[float], p_b: Sequence[float], repea
     for _ in range(trials):
         passes_a = rng.binomial(repeats, p_a)
         passes_b = rng.binomial(repeats, p_b)
-        pairs = [(repeats, int(a), repeats, int(b)) for a, b in zip(passes_a, passes_b,
-                                                                    strict=True)]
+        pairs = [
+            (repeats, int(a), repeats, int(b)) for a, b in zip(passes_a, passes_b, strict=True)
+        ]
         if permutation_test(pairs).p_value <= alpha:
             rejected += 1
     return rejected / trials
