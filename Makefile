@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 # pytest's exit 5 means it collected no tests: a CI that ran nothing must fail, loudly.
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff format --check src tests benchmarks examples
 	$(PY) -m mypy
 	$(PY) -m pytest -m "not slow" || { code=$$?; \
 		[ $$code -ne 5 ] || echo "pytest collected no tests: failing on purpose"; exit $$code; }

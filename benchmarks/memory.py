@@ -19,12 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-AGENT = '''
+AGENT = """
 TRAJECTORY = [{"type": "tool", "tool": "read_file", "args": {"path": "x.md"}, "error": False,
                "result": "r" * 200} for _ in range(10)]
 def run_task(task, options):
     return {"answer": "yes " * 50, "steps": 10, "tokens": 100, "trajectory": TRAJECTORY}
-'''
+"""
 
 CHILD = """
 import json, resource, sys, time
@@ -60,8 +60,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     args = parser.parse_args()
-    print(f"{'attempts':>9} {'wall s':>8} {'ms/attempt':>11} {'RSS MB at 10%':>14} "
-          f"{'50%':>6} {'100%':>6} {'peak RSS MB':>12}")
+    print(
+        f"{'attempts':>9} {'wall s':>8} {'ms/attempt':>11} {'RSS MB at 10%':>14} "
+        f"{'50%':>6} {'100%':>6} {'peak RSS MB':>12}"
+    )
     for size in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as scratch:
             root = Path(scratch)
@@ -75,8 +77,10 @@ def main() -> None:
                                   capture_output=True, text=True, check=True)  # fmt: skip
             figures = json.loads(done.stdout.splitlines()[-1])
         at_10, at_50, at_100 = figures["marks"]
-        print(f"{size:>9} {figures['seconds']:>8.1f} {1000 * figures['seconds'] / size:>11.2f} "
-              f"{at_10:>14.1f} {at_50:>6.1f} {at_100:>6.1f} {figures['peak_mb']:>12.1f}")
+        print(
+            f"{size:>9} {figures['seconds']:>8.1f} {1000 * figures['seconds'] / size:>11.2f} "
+            f"{at_10:>14.1f} {at_50:>6.1f} {at_100:>6.1f} {figures['peak_mb']:>12.1f}"
+        )
 
 
 if __name__ == "__main__":

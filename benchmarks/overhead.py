@@ -25,7 +25,7 @@ from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
-AGENT = '''
+AGENT = """
 SCAFFOLD_NAME = "instant"
 TRAJECTORY = [{"type": "tool", "tool": "read_file", "args": {"path": "x.md"}, "error": False,
                "result": "r" * 200, "seconds": 0.0} for _ in range(10)]
@@ -33,7 +33,7 @@ TRAJECTORY = [{"type": "tool", "tool": "read_file", "args": {"path": "x.md"}, "e
 def run_task(task, options):
     return {"answer": "02:00 04:00 sunday 4000", "steps": 10, "tokens": 100,
             "trajectory": TRAJECTORY}
-'''
+"""
 
 
 def course_loop(tasks: list[dict[str, object]], repeats: int, folder: Path) -> float:
@@ -78,8 +78,10 @@ def main() -> None:
     args = parser.parse_args()
     raw = json.loads(load_suite("part26").path.read_text())["tasks"]
     attempts = len(raw) * args.repeats
-    print(f"attempts: {len(raw)} tasks x {args.repeats} repeats = {attempts}; median of "
-          f"{args.runs} runs; python {sys.version.split()[0]}")
+    print(
+        f"attempts: {len(raw)} tasks x {args.repeats} repeats = {attempts}; median of "
+        f"{args.runs} runs; python {sys.version.split()[0]}"
+    )
     # The same work with files on the working disk and on a RAM-backed folder: the gap
     # is the disk's cost of creating one small file per attempt, which both loops pay.
     for label, base in (("disk", None), ("tmpfs", "/dev/shm")):
@@ -95,11 +97,15 @@ def main() -> None:
                 theirs.append(course_loop(raw, args.repeats, Path(scratch) / "course"))
         wall, start_up, course = (statistics.median(x) for x in (walls, starts, theirs))
         steady = (wall - start_up) / (attempts - 1)
-        print(f"[{label}] agent-eval, isolated: {wall:5.2f} s {attempts / wall:6.0f}/s "
-              f"{1000 * wall / attempts:5.2f} ms/attempt with start-up ({start_up:.2f} s), "
-              f"{1000 * steady:5.2f} ms after it")
-        print(f"[{label}] course loop, in-process: {course:5.2f} s {attempts / course:6.0f}/s "
-              f"{1000 * course / attempts:5.2f} ms/attempt")
+        print(
+            f"[{label}] agent-eval, isolated: {wall:5.2f} s {attempts / wall:6.0f}/s "
+            f"{1000 * wall / attempts:5.2f} ms/attempt with start-up ({start_up:.2f} s), "
+            f"{1000 * steady:5.2f} ms after it"
+        )
+        print(
+            f"[{label}] course loop, in-process: {course:5.2f} s {attempts / course:6.0f}/s "
+            f"{1000 * course / attempts:5.2f} ms/attempt"
+        )
 
 
 if __name__ == "__main__":

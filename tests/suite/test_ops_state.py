@@ -270,6 +270,7 @@ def test_the_shipped_folder_holds_no_build_litter() -> None:
 
 # --- through the runner ----------------------------------------------------------------
 
+
 def test_through_the_runner(tmp_path: Path, write_agent: Callable[..., Path]) -> None:
     config = RunConfig(
         agent=str(write_agent(textwrap.dedent(AGENT), "ops_agent.py")),

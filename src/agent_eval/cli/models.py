@@ -12,29 +12,44 @@ from agent_eval.cli.common import EXIT_OK, optional_path
 @click.command("serve-model")
 @click.option("--port", default=4000, show_default=True, type=int, help="Port; 0 picks a free one.")
 @click.option(
-    "--host", default="127.0.0.1", show_default=True,
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
     help="Address to bind; a non-loopback one needs --allow-remote.",
 )
 @click.option(
-    "--model-path", type=click.Path(exists=True, dir_okay=False),
+    "--model-path",
+    type=click.Path(exists=True, dir_okay=False),
     help="Serve this GGUF file instead of the shipped Gemma 3 270M Q4_K_M.",
 )
 @click.option(
-    "--parallel", default=1, show_default=True, type=click.IntRange(min=1),
+    "--parallel",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
     help="Model instances, that is requests answered at once.",
 )
 @click.option(
-    "--n-ctx", default=8192, show_default=True, type=click.IntRange(min=256),
+    "--n-ctx",
+    default=8192,
+    show_default=True,
+    type=click.IntRange(min=256),
     help="Context window per instance, in tokens.",
 )
 @click.option(
-    "--threads", type=click.IntRange(min=1),
+    "--threads",
+    type=click.IntRange(min=1),
     help="llama.cpp threads per instance [default: half the cores / --parallel].",
 )
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no auth).")
 def serve_model(
-    port: int, host: str, model_path: str | None, parallel: int, n_ctx: int,
-    threads: int | None, allow_remote: bool,
+    port: int,
+    host: str,
+    model_path: str | None,
+    parallel: int,
+    n_ctx: int,
+    threads: int | None,
+    allow_remote: bool,
 ) -> int:
     """Serve a GGUF model over an OpenAI-compatible API until Ctrl-C.
 
@@ -47,8 +62,13 @@ def serve_model(
 
     xdg = os.environ.get("XDG_CACHE_HOME")
     server = LocalModelServer(
-        model_path=optional_path(model_path), host=host, port=port, parallel=parallel, n_ctx=n_ctx,
-        n_threads=threads, allow_remote=allow_remote,
+        model_path=optional_path(model_path),
+        host=host,
+        port=port,
+        parallel=parallel,
+        n_ctx=n_ctx,
+        n_threads=threads,
+        allow_remote=allow_remote,
         cache_dir=Path(xdg) / "agent-eval" / "models" if xdg else None,
     )
     server.open()
@@ -69,24 +89,40 @@ def serve_model(
 @click.option("--script", "script_path", required=True, help="The JSON script of replies.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
-    "--port", default=4001, show_default=True, type=click.IntRange(0, 65535),
+    "--port",
+    default=4001,
+    show_default=True,
+    type=click.IntRange(0, 65535),
     help="Port to listen on (0 picks a free one).",
 )
 @click.option(
-    "--latency", default=0.0, show_default=True, type=click.FloatRange(min=0),
+    "--latency",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
     help="Seconds added to every reply.",
 )
 @click.option(
-    "--fault-rate", default=0.0, show_default=True, type=click.FloatRange(0, 1),
+    "--fault-rate",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 1),
     help="Share of requests that fail with an injected fault.",
 )
 @click.option(
-    "--faults", default="429,500,503,timeout,malformed", show_default=True,
+    "--faults",
+    default="429,500,503,timeout,malformed",
+    show_default=True,
     help="Comma-separated fault kinds drawn at --fault-rate (also no_choices).",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault draws.")
 def mock_model(
-    script_path: str, host: str, port: int, latency: float, fault_rate: float, faults: str,
+    script_path: str,
+    host: str,
+    port: int,
+    latency: float,
+    fault_rate: float,
+    faults: str,
     seed: int,
 ) -> int:
     """Serve scripted chat-completion replies until Ctrl-C, for hermetic agent tests.

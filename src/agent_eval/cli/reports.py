@@ -13,7 +13,10 @@ from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK
 @click.command()
 @click.argument("results")
 @click.option(
-    "--format", "fmt", default="text", show_default=True,
+    "--format",
+    "fmt",
+    default="text",
+    show_default=True,
     type=click.Choice(["text", "markdown", "junit", "html", "json"]),
     help="text for a terminal, markdown for a CI step summary, junit for CI dashboards, "
     "html for one self-contained page with plots, json for machines.",
@@ -37,25 +40,64 @@ def report(results: str, fmt: str, out: str | None) -> int:
 @click.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--format", "fmt", default="text", show_default=True,
-              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
-@click.option("--alpha", default=0.05, show_default=True, type=float,
-              help="Significance level of both tests and of the planning figures.")
-@click.option("--power", default=0.8, show_default=True, type=float,
-              help="Power the repeats-needed and MDE figures plan for.")
-@click.option("--delta", type=float,
-              help="Difference in success rate to plan for (default: the observed one).")
-@click.option("--fail-if-worse", is_flag=True,
-              help="Exit 2 when B is worse than A beyond attempt noise on this suite.")
-@click.option("--allow-suite-change", is_flag=True,
-              help="Pair the shared task ids even though the suite hashes differ.")
-def compare(a: str, b: str, fmt: str, alpha: float, power: float, delta: float | None,
-            fail_if_worse: bool, allow_suite_change: bool) -> int:
+@click.option(
+    "--format",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="text for people, json for machines.",
+)
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=float,
+    help="Significance level of both tests and of the planning figures.",
+)
+@click.option(
+    "--power",
+    default=0.8,
+    show_default=True,
+    type=float,
+    help="Power the repeats-needed and MDE figures plan for.",
+)
+@click.option(
+    "--delta",
+    type=float,
+    help="Difference in success rate to plan for (default: the observed one).",
+)
+@click.option(
+    "--fail-if-worse",
+    is_flag=True,
+    help="Exit 2 when B is worse than A beyond attempt noise on this suite.",
+)
+@click.option(
+    "--allow-suite-change",
+    is_flag=True,
+    help="Pair the shared task ids even though the suite hashes differ.",
+)
+def compare(
+    a: str,
+    b: str,
+    fmt: str,
+    alpha: float,
+    power: float,
+    delta: float | None,
+    fail_if_worse: bool,
+    allow_suite_change: bool,
+) -> int:
     """Compare run B against run A, paired by task id, and say whether the change is real."""
     from agent_eval.report import compare_runs, load_results, render_compare
 
-    result = compare_runs(load_results(a), load_results(b), alpha=alpha, power=power,
-                          delta=delta, allow_suite_change=allow_suite_change)
+    result = compare_runs(
+        load_results(a),
+        load_results(b),
+        alpha=alpha,
+        power=power,
+        delta=delta,
+        allow_suite_change=allow_suite_change,
+    )
     click.echo(render_compare(result, fmt), nl=False)
     if fail_if_worse and result["worse_beyond_noise"]:
         click.echo("B is worse than A beyond attempt noise (--fail-if-worse)", err=True)
@@ -65,8 +107,14 @@ def compare(a: str, b: str, fmt: str, alpha: float, power: float, delta: float |
 
 @click.command()
 @click.option("--labbook", required=True, help="The JSON-lines file runs appended to.")
-@click.option("--format", "fmt", default="text", show_default=True,
-              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
+@click.option(
+    "--format",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="text for people, json for machines.",
+)
 def history(labbook: str, fmt: str) -> int:
     """List the runs in a labbook over time, and flag suites changed without a version bump."""
     from agent_eval.report import read_history, render_history
@@ -77,19 +125,31 @@ def history(labbook: str, fmt: str) -> int:
 
 @click.command("export-otel")
 @click.argument("results")
-@click.option("--otlp-endpoint", required=True,
-              help="OTLP/HTTP base URL (http://127.0.0.1:4318) or a full .../v1/traces URL.")
-@click.option("--otlp-header", "headers", multiple=True, metavar="KEY=VALUE",
-              help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.")
-@click.option("--otlp-content", is_flag=True,
-              help="Also send the task text, model content and tool results.")
-def export_otel(results: str, otlp_endpoint: str, headers: tuple[str, ...],
-                otlp_content: bool) -> int:
+@click.option(
+    "--otlp-endpoint",
+    required=True,
+    help="OTLP/HTTP base URL (http://127.0.0.1:4318) or a full .../v1/traces URL.",
+)
+@click.option(
+    "--otlp-header",
+    "headers",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.",
+)
+@click.option(
+    "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
+)
+def export_otel(
+    results: str, otlp_endpoint: str, headers: tuple[str, ...], otlp_content: bool
+) -> int:
     """Send every attempt of a saved run to an OTLP trace store, at its recorded times."""
     from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
 
-    sent_headers = {**parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
-                    **parse_header_items(headers)}
+    sent_headers = {
+        **parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
+        **parse_header_items(headers),
+    }
     with OtlpExporter(otlp_endpoint, sent_headers, content=otlp_content) as exporter:
         summary = exporter.export_results(Path(results))
     for problem in summary.problems:

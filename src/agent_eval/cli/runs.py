@@ -59,23 +59,34 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
 @click.option("--out", help="Write the results JSON here.")
 @click.option(
-    "--trajectory-dir", default="trajectories", show_default=True,
+    "--trajectory-dir",
+    default="trajectories",
+    show_default=True,
     help="Folder for one JSON-lines trajectory per attempt.",
 )
 @click.option(
-    "--base-url", envvar="OPENAI_BASE_URL", default="http://127.0.0.1:4000/v1", show_default=True,
+    "--base-url",
+    envvar="OPENAI_BASE_URL",
+    default="http://127.0.0.1:4000/v1",
+    show_default=True,
     help="OpenAI-compatible endpoint given to the agent [env OPENAI_BASE_URL].",
 )
 @click.option("--model", default="local/chat", show_default=True, help="Model name for the agent.")
 @click.option("--router-model", help="Model for a multi-agent router (default: --model).")
 @click.option(
-    "--api-key", envvar="OPENAI_API_KEY", help="API key for the endpoint [env OPENAI_API_KEY]; "
-    "never written to any file.",
+    "--api-key",
+    envvar="OPENAI_API_KEY",
+    help="API key for the endpoint [env OPENAI_API_KEY]; never written to any file.",
 )
 @click.option("--workspace", help="Folder copied fresh into each attempt (default: suite's).")
 @click.option("--index", help="A search index built by `agent-eval index`, given to the agent.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="Extra option passed to the agent (repeatable), e.g. tool_mode=json.")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra option passed to the agent (repeatable), e.g. tool_mode=json.",
+)
 @click.option("--cost-per-million", type=float, help="Your price per million tokens.")
 @click.option("--input-cost-per-million", type=float, help="Your price per million input tokens.")
 @click.option("--output-cost-per-million", type=float, help="Your price per million output tokens.")
@@ -86,22 +97,43 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--lab", help="Lab or project label recorded with the run.")
 @click.option("--labbook", help="Append the run's record to this JSON-lines file.")
 @click.option("--verbose", is_flag=True, help="Print each answer and what failed.")
-@click.option("--concurrency", default=1, show_default=True, type=int,
-              help="Attempts run side by side, each in its own worker process.")
-@click.option("--max-infra-retries", default=2, show_default=True, type=int,
-              help="Retries of an attempt whose endpoint failed (down, timeout, 429, 5xx).")
-@click.option("--timeout-per-task", type=float,
-              help="Hard time budget per attempt in seconds (a task's max_seconds wins).")
+@click.option(
+    "--concurrency",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Attempts run side by side, each in its own worker process.",
+)
+@click.option(
+    "--max-infra-retries",
+    default=2,
+    show_default=True,
+    type=int,
+    help="Retries of an attempt whose endpoint failed (down, timeout, 429, 5xx).",
+)
+@click.option(
+    "--timeout-per-task",
+    type=float,
+    help="Hard time budget per attempt in seconds (a task's max_seconds wins).",
+)
 @click.option("--max-memory-mb", type=int, help="Memory limit of each worker process.")
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")
 @click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
-@click.option("--otlp-endpoint",
-              help="Send each attempt as an OpenTelemetry trace to this OTLP/HTTP endpoint.")
-@click.option("--otlp-header", "otlp_headers", multiple=True, metavar="KEY=VALUE",
-              help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.")
-@click.option("--otlp-content", is_flag=True,
-              help="Also send the task text, model content and tool results.")
+@click.option(
+    "--otlp-endpoint",
+    help="Send each attempt as an OpenTelemetry trace to this OTLP/HTTP endpoint.",
+)
+@click.option(
+    "--otlp-header",
+    "otlp_headers",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A header for the endpoint (repeatable); adds to OTEL_EXPORTER_OTLP_HEADERS.",
+)
+@click.option(
+    "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
+)
 def run(**flags: Any) -> int:
     from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.console import attempt_detail, attempt_line, header, summary_block
@@ -213,8 +245,14 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
 
 @click.command()
 @click.argument("suite")
-@click.option("--format", "fmt", default="text", show_default=True,
-              type=click.Choice(["text", "json"]), help="text for people, json for machines.")
+@click.option(
+    "--format",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="text for people, json for machines.",
+)
 @click.option("--workspace", help="Documents folder, for a suite that ships none.")
 def audit(suite: str, fmt: str, workspace: str | None) -> int:
     """Run degenerate baselines (empty answer, echo the task, dump every document, top
@@ -250,13 +288,26 @@ def index(folder: str, out: str) -> int:
 
 
 @click.command()
-@click.option("--out-dir", default="demo-out", show_default=True,
-              help="Folder for results, trajectories, HTML reports and the labbook.")
+@click.option(
+    "--out-dir",
+    default="demo-out",
+    show_default=True,
+    help="Folder for results, trajectories, HTML reports and the labbook.",
+)
 @click.option("--repeats", default=3, show_default=True, type=int, help="Attempts per task.")
-@click.option("--task-id", "task_ids", multiple=True,
-              help="Run only this part26 task (repeatable), for a quick look.")
-@click.option("--parallel", default=2, show_default=True, type=click.IntRange(min=1),
-              help="Model instances, and attempts run side by side.")
+@click.option(
+    "--task-id",
+    "task_ids",
+    multiple=True,
+    help="Run only this part26 task (repeatable), for a quick look.",
+)
+@click.option(
+    "--parallel",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Model instances, and attempts run side by side.",
+)
 def demo(out_dir: str, repeats: int, task_ids: tuple[str, ...], parallel: int) -> int:
     """The main job: the shipped suite against both reference agents on the embedded
     local model, offline. Prints each run's report and their comparison, writes HTML

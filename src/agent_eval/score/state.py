@@ -229,9 +229,9 @@ def _under(snap: Snapshot, prefix: str) -> Mapping[str, Entry]:
 def _first_difference(wanted: bytes, got: bytes) -> str:
     """Where the content first departs from the expected, in words a reader can act on."""
     if wanted.startswith(got):
-        return f"the file ends early; missing at the end: {_quote(_text(wanted[len(got):]))}"
+        return f"the file ends early; missing at the end: {_quote(_text(wanted[len(got) :]))}"
     if got.startswith(wanted):
-        return f"the file has extra content at the end: {_quote(_text(got[len(wanted):]))}"
+        return f"the file has extra content at the end: {_quote(_text(got[len(wanted) :]))}"
     want_lines, got_lines = wanted.split(b"\n"), got.split(b"\n")
     for number, (w, g) in enumerate(zip(want_lines, got_lines, strict=False), start=1):
         if w != g:

@@ -194,9 +194,7 @@ def _check_problems(check: Any, base: Path | None) -> list[str]:
         named = " and ".join(f"'{key}'" for key in anchors)
         return [f"mixes {named}; give one kind of check per entry"]
     known = STATE_KEYS[anchors[0]] if anchors else ALL_STATE_KEYS
-    problems = [
-        f"unknown key '{key}'{_hint(key, known)}" for key in check if key not in known
-    ]
+    problems = [f"unknown key '{key}'{_hint(key, known)}" for key in check if key not in known]
     if problems:
         return problems
     if not anchors:
@@ -280,7 +278,7 @@ def _explain(error: Any) -> str:
     if kind == "missing":
         return "is required; add it"
     if kind == "list_type":
-        return "must be a list of strings, for example [\"4000\"]"
+        return 'must be a list of strings, for example ["4000"]'
     if kind in WANTED:
         return f"must be {WANTED[kind]}, not {type(error.get('input')).__name__}"
     if kind == "value_error":
