@@ -47,22 +47,42 @@ def write_json_atomic(
 def write_results(
     path: Path, head: dict[str, Any], rows: Iterable[bytes], redact: Callable[[str], str]
 ) -> int:
-    """Write a results file row by row, atomically; return the number of rows.
+    """Write a results file piece by piece, atomically; return the number of rows.
 
-    ``rows`` are JSON already redacted (the journal's lines), so a run of any length is
-    written without ever holding all its rows in memory.
+    The layout is json.dumps(indent=2)'s, but no piece is bigger than one per-task entry
+    or one row: ``rows`` are JSON already redacted (the journal's lines), and the head is
+    encoded entry by entry, so a run of any length is written in constant memory.
     """
-    text = json.dumps({**head, "results": []}, indent=2, ensure_ascii=False)
-    opening, closing = redact(text).rsplit("[]", 1)
     count = 0
     with atomic_file(path) as handle:
-        handle.write(opening.encode("utf-8") + b"[")
+        separator = "{\n  "
+        for key, value in head.items():
+            handle.write(f"{separator}{json.dumps(key)}: ".encode())
+            for piece in _pieces(value, depth=1):
+                handle.write(redact(piece).encode("utf-8"))
+            separator = ",\n  "
+        handle.write(f'{separator}"results": ['.encode())
         for row in rows:
             handle.write(b",\n    " if count else b"\n    ")
             handle.write(row)
             count += 1
-        handle.write((b"\n  ]" if count else b"]") + closing.encode("utf-8") + b"\n")
+        handle.write(b"\n  ]\n}\n" if count else b"]\n}\n")
     return count
+
+
+def _pieces(value: Any, depth: int) -> Iterator[str]:
+    """``value`` as json.dumps(indent=2) writes it ``depth`` levels deep, a list item by
+    item. Shifting a nested dump's lines is exact: JSON text has no raw newline inside
+    a string."""
+    if isinstance(value, list) and value:
+        inner = "\n" + "  " * (depth + 1)
+        yield "["
+        for n, item in enumerate(value):
+            text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", inner)
+            yield ("," if n else "") + inner + text
+        yield "\n" + "  " * depth + "]"
+    else:
+        yield json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
 
 
 def append_labbook(
