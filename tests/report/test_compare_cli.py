@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent_eval.score import stats
+from agent_eval.score import planning
 
 Invoke = Callable[..., tuple[int, str, str]]
 MakeResults = Callable[..., Path]
@@ -58,7 +58,7 @@ def test_concentrated_gain_needs_tasks_not_repeats(
     assert r["omega2"] == pytest.approx(np.var(d, ddof=1) - sigma2_b / 10)
     assert r["repeats_needed"] is None
     assert r["mde"] == pytest.approx(
-        math.sqrt(stats.z_sum() ** 2 * (r["omega2"] + sigma2_b / 10) / 15)
+        math.sqrt(planning.z_sum() ** 2 * (r["omega2"] + sigma2_b / 10) / 15)
     )
     assert (
         "Claim (b), on exactly this suite: B is better than A beyond attempt noise" in r["verdict"]
@@ -80,7 +80,7 @@ def test_spread_gain_gives_a_number_of_repeats(
     # omega2 = var(d, ddof=1) - sigma2_B/K, then ceil(sigma2 / (n delta^2 / z^2 - omega2)).
     sigma2_b = 6 * (9 / 8 * (1 / 3) * (2 / 3)) / 15
     omega2 = float(np.var([0.0] * 9 + [1 / 3] * 6, ddof=1)) - sigma2_b / 9
-    budget = 15 * (2 / 15) ** 2 / stats.z_sum() ** 2
+    budget = 15 * (2 / 15) ** 2 / planning.z_sum() ** 2
     assert r["repeats_needed"] == math.ceil(sigma2_b / (budget - omega2)) == 7
     assert "about 7 repeats per task are needed at 15 tasks (these runs had 9)" in r["verdict"]
     assert "no number of repeats" not in r["verdict"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_eval.score import stats
+from agent_eval.score import permutation, planning, stats
 
 # The worked example: A passes 9 of 15 tasks every time. B adds +1.0, +0.8 and +0.7
 # on three of A's failing tasks and -0.5 on one of A's passing tasks.
@@ -50,16 +50,16 @@ def test_mcnemar_exact(b: int, c: int, p: float) -> None:
 @pytest.mark.parametrize(("b", "c"), [(2, 0), (6, 0), (5, 2), (1, 4)])
 def test_permutation_with_one_attempt_is_mcnemar(b: int, c: int) -> None:
     pairs = [(1, 0, 1, 1)] * b + [(1, 1, 1, 0)] * c + [(1, 1, 1, 1)] * 4 + [(1, 0, 1, 0)] * 3
-    result = stats.permutation_test(pairs)
+    result = permutation.permutation_test(pairs)
     assert result.exact
     assert result.p_value == pytest.approx(stats.mcnemar_exact(b, c))
 
 
 def test_permutation_monte_carlo_agrees_with_exact_and_is_seeded() -> None:
     pairs = [(4, 4, 4, 4)] * 8 + [(4, 0, 4, 4), (4, 0, 4, 3), (4, 0, 4, 3), (4, 4, 4, 2)]
-    exact = stats.permutation_test(pairs)
-    sampled = stats.permutation_test(pairs, seed=7, permutations=20_000, max_exact_work=0)
-    again = stats.permutation_test(pairs, seed=7, permutations=20_000, max_exact_work=0)
+    exact = permutation.permutation_test(pairs)
+    sampled = permutation.permutation_test(pairs, seed=7, permutations=20_000, max_exact_work=0)
+    again = permutation.permutation_test(pairs, seed=7, permutations=20_000, max_exact_work=0)
     assert exact.exact and not sampled.exact and sampled.permutations == 20_000
     assert sampled.p_value == again.p_value
     assert sampled.p_value == pytest.approx(exact.p_value, abs=0.005)
@@ -99,7 +99,7 @@ mixed_pair_st = st.tuples(st.integers(1, 4), st.integers(1, 4)).flatmap(
 def test_exact_permutation_matches_enumerating_every_relabelling(
     pairs: list[tuple[int, int, int, int]],
 ) -> None:
-    result = stats.permutation_test(pairs)
+    result = permutation.permutation_test(pairs)
     assert result.exact
     assert result.p_value == pytest.approx(float(_exact_by_enumeration(pairs)), rel=1e-12)
 
@@ -133,7 +133,7 @@ def test_exact_permutation_at_scale_matches_the_full_grid(lift: float) -> None:
         (30, int(rng.binomial(30, p)), 30, int(rng.binomial(30, min(1.0, p + lift))))
         for p in p_task
     ]
-    result = stats.permutation_test(pairs)
+    result = permutation.permutation_test(pairs)
     assert result.exact
     assert result.p_value == pytest.approx(_full_grid_p(pairs), rel=1e-9)
 
@@ -145,19 +145,21 @@ def test_monte_carlo_with_mixed_repeats_agrees_with_exact() -> None:
         + [(4, 1, 4, 3), (4, 0, 4, 2), (4, 2, 4, 4), (4, 3, 4, 1)]
         + [(4, 1, 3, 3), (4, 0, 2, 1), (4, 2, 1, 1), (4, 1, 3, 2)]
     )
-    exact = stats.permutation_test(pairs)
-    sampled = stats.permutation_test(pairs, seed=3, permutations=50_000, max_exact_work=0)
+    exact = permutation.permutation_test(pairs)
+    sampled = permutation.permutation_test(pairs, seed=3, permutations=50_000, max_exact_work=0)
     assert exact.exact and not sampled.exact and sampled.permutations == 50_000
     assert (
         sampled.p_value
-        == stats.permutation_test(pairs, seed=3, permutations=50_000, max_exact_work=0).p_value
+        == permutation.permutation_test(
+            pairs, seed=3, permutations=50_000, max_exact_work=0
+        ).p_value
     )
     assert sampled.p_value == pytest.approx(exact.p_value, abs=0.006)
 
 
 def test_permutation_empty_and_all_ties() -> None:
-    assert stats.permutation_test([]).p_value == 1.0
-    assert stats.permutation_test([(3, 3, 3, 3), (3, 0, 3, 0)]).p_value == 1.0
+    assert permutation.permutation_test([]).p_value == 1.0
+    assert permutation.permutation_test([(3, 3, 3, 3), (3, 0, 3, 0)]).p_value == 1.0
 
 
 def test_task_mean_uses_t_interval() -> None:
@@ -214,45 +216,45 @@ def test_worked_example_floor_binds() -> None:
     omega2, s2a, s2b = true_planning_inputs(P_A, P_B_CONCENTRATED)
     delta = 2 / 15
     assert round(omega2, 4) == 0.1409
-    assert round(15 * delta**2 / stats.z_sum() ** 2, 4) == 0.0340
-    assert round(stats.z_sum() ** 2, 3) == 7.849
-    assert stats.repeats_needed(15, delta, omega2, s2a, s2b) is None
-    assert stats.tasks_needed(delta, omega2, s2a, s2b, repeats=1) == 81
-    assert stats.tasks_needed(delta, omega2, s2a, s2b, repeats=10**9) == 63
+    assert round(15 * delta**2 / planning.z_sum() ** 2, 4) == 0.0340
+    assert round(planning.z_sum() ** 2, 3) == 7.849
+    assert planning.repeats_needed(15, delta, omega2, s2a, s2b) is None
+    assert planning.tasks_needed(delta, omega2, s2a, s2b, repeats=1) == 81
+    assert planning.tasks_needed(delta, omega2, s2a, s2b, repeats=10**9) == 63
     # Claim (b) on a fixed suite has no between-task floor: the normal formula says 2.
-    assert stats.repeats_needed(15, delta, 0.0, s2a, s2b) == 2
+    assert planning.repeats_needed(15, delta, 0.0, s2a, s2b) == 2
 
 
 def test_worked_example_spread_needs_13_repeats() -> None:
     omega2, s2a, s2b = true_planning_inputs(P_A, P_B_SPREAD)
     assert (round(omega2, 4), round(s2b, 4)) == (0.0267, 0.0889)
-    assert stats.repeats_needed(15, 2 / 15, omega2, s2a, s2b) == 13
+    assert planning.repeats_needed(15, 2 / 15, omega2, s2a, s2b) == 13
 
 
 def test_mde_matches_formula_and_planning_edges() -> None:
-    mde = stats.minimum_detectable_difference(15, 0.02, 0.1, 0.1, 4)
+    mde = planning.minimum_detectable_difference(15, 0.02, 0.1, 0.1, 4)
     assert mde == pytest.approx(math.sqrt(7.848879734 * (0.02 + 0.2 / 4) / 15))
-    assert stats.minimum_detectable_difference(0, 0.02, 0.1, 0.1, 4) is None
-    assert stats.repeats_needed(15, 0.0, 0.0, 0.1, 0.1) is None
-    assert stats.tasks_needed(0.0, 0.0, 0.1, 0.1, 4) is None
+    assert planning.minimum_detectable_difference(0, 0.02, 0.1, 0.1, 4) is None
+    assert planning.repeats_needed(15, 0.0, 0.0, 0.1, 0.1) is None
+    assert planning.tasks_needed(0.0, 0.0, 0.1, 0.1, 4) is None
     with pytest.raises(ValueError, match="alpha and power"):
-        stats.z_sum(0.0, 0.8)
+        planning.z_sum(0.0, 0.8)
 
 
 def test_plan_from_pairs_needs_two_attempts() -> None:
     pairs = [(1, 1, 1, 0), (1, 0, 1, 1), (1, 1, 1, 1)]
-    plan = stats.plan_from_pairs(pairs)
+    plan = planning.plan_from_pairs(pairs)
     assert plan.repeats_needed is None and plan.sigma2_a is None and plan.mde is not None
 
 
 def test_plan_from_pairs_estimates() -> None:
     pairs = [(9, 9, 9, 9)] * 9 + [(9, 0, 9, 3)] * 6
-    plan = stats.plan_from_pairs(pairs)
+    plan = planning.plan_from_pairs(pairs)
     s2b = 6 * (9 / 8 * (1 / 3) * (2 / 3)) / 15
     omega2 = float(np.var([0.0] * 9 + [1 / 3] * 6, ddof=1)) - s2b / 9
     assert plan.sigma2_a == 0.0 and plan.sigma2_b == pytest.approx(s2b)
     assert plan.omega2 == pytest.approx(omega2)
-    budget = 15 * (2 / 15) ** 2 / stats.z_sum() ** 2
+    budget = 15 * (2 / 15) ** 2 / planning.z_sum() ** 2
     assert plan.repeats_needed == math.ceil(s2b / (budget - omega2))
 
 
@@ -281,11 +283,11 @@ def _t_cdf(x: float, df: int) -> float:
 
 def test_fixed_suite_power_simulation_about_four_repeats() -> None:
     power = {
-        k: stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, k, trials=300, seed=11)
+        k: planning.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, k, trials=300, seed=11)
         for k in (2, 3, 4)
     }
     assert power[2] < 0.5 < power[3] < 0.8 <= power[4]
-    assert stats.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, 4, 300, 11) == power[4]
+    assert planning.simulate_fixed_suite_power(P_A, P_B_CONCENTRATED, 4, 300, 11) == power[4]
 
 
 counts_st = st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n)))
@@ -321,6 +323,6 @@ pair_st = st.integers(1, 5).flatmap(
 @settings(max_examples=100, deadline=None)
 @given(st.lists(pair_st, max_size=15))
 def test_p_values_in_unit_interval(pairs: list[tuple[int, int, int, int]]) -> None:
-    assert 0.0 < stats.permutation_test(pairs).p_value <= 1.0
+    assert 0.0 < permutation.permutation_test(pairs).p_value <= 1.0
     p = stats.paired_comparison(pairs).p_population
     assert p is None or 0.0 < p <= 1.0

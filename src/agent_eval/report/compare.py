@@ -13,7 +13,8 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.report.results import RunResults, TaskOutcome
 from agent_eval.report.text import short_hash
-from agent_eval.score import stats
+from agent_eval.score import planning, stats
+from agent_eval.score.permutation import PermutationTest, permutation_test
 
 
 def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> bool:
@@ -82,8 +83,8 @@ def compare_runs(
         for t in shared
     ]
     paired = stats.paired_comparison(pairs, 1 - alpha)
-    permutation = stats.permutation_test(pairs)
-    plan = stats.plan_from_pairs(pairs, delta, alpha, power)
+    permutation = permutation_test(pairs)
+    plan = planning.plan_from_pairs(pairs, delta, alpha, power)
     d = paired.difference
     worse = d.mean is not None and d.mean < 0 and permutation.p_value <= alpha
     result: dict[str, Any] = {
@@ -121,7 +122,7 @@ def compare_runs(
     return result
 
 
-def _test_name(pairs: list[stats.PairCount], permutation: stats.PermutationTest) -> str:
+def _test_name(pairs: list[stats.PairCount], permutation: PermutationTest) -> str:
     """Which test gave p_fixed_suite, so that a reader can check it."""
     if not permutation.exact:
         return f"within-task permutation, Monte Carlo ({permutation.permutations} draws)"

@@ -1,0 +1,156 @@
+"""Planning a comparison: how many repeats or tasks it takes to see a difference, the
+smallest difference a design can see, and a seeded check of the power (STATS.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agent_eval.score.permutation import permutation_test
+from agent_eval.score.stats import PairCount, harmonic_repeats, norm_ppf, within_variance
+
+
+def z_sum(alpha: float = 0.05, power: float = 0.8) -> float:
+    """z_{alpha/2} + z_beta for a two-sided test at level alpha with the given power."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must lie in (0, 1) (got {alpha}, {power})")
+    return norm_ppf(1 - alpha / 2) + norm_ppf(power)
+
+
+def repeats_needed(
+    n: int,
+    delta: float,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int | None:
+    """Repeats per task to detect delta with n tasks; None when no number of repeats is enough.
+
+    The between-task variance omega2 is a floor that repeats cannot lower: when the
+    budget n·delta²/z² does not exceed it, only more tasks help.
+    """
+    if n <= 0 or delta == 0:
+        return None
+    room = n * delta * delta / z_sum(alpha, power) ** 2 - omega2
+    if room <= 0:
+        return None
+    return max(1, math.ceil((sigma2_a + sigma2_b) / room))
+
+
+def tasks_needed(
+    delta: float,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    repeats: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int | None:
+    """Tasks needed to detect delta with this many repeats each; None when delta is 0."""
+    if delta == 0 or repeats <= 0:
+        return None
+    variance = omega2 + (sigma2_a + sigma2_b) / repeats
+    return max(2, math.ceil(z_sum(alpha, power) ** 2 * variance / (delta * delta)))
+
+
+def minimum_detectable_difference(
+    n: int,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    repeats: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float | None:
+    """Smallest true difference detected with the given power; None with no task."""
+    if n <= 0 or repeats <= 0:
+        return None
+    return z_sum(alpha, power) * math.sqrt((omega2 + (sigma2_a + sigma2_b) / repeats) / n)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Planning inputs estimated from two runs, and what they imply."""
+
+    repeats: float | None
+    """K: harmonic mean of attempt counts over both runs."""
+    sigma2_a: float | None
+    """A's mean within-task variance; None with one attempt per task."""
+    sigma2_b: float | None
+    """B's mean within-task variance; None with one attempt per task."""
+    omega2: float | None
+    """Between-task variance of the true differences, truncated at 0."""
+    delta: float
+    """The difference planned for: |d-bar| unless given."""
+    repeats_needed: int | None
+    """Repeats per task at this many tasks; None when none is enough or K = 1."""
+    tasks_needed: int | None
+    """Tasks needed at the current repeats."""
+    mde: float | None
+    """Minimum detectable difference at this many tasks and repeats."""
+
+
+def plan_from_pairs(
+    pairs: Sequence[PairCount], delta: float | None = None, alpha: float = 0.05, power: float = 0.8
+) -> Plan:
+    """Estimate sigma², omega² and K from two runs and derive repeats, tasks and MDE."""
+    usable = [p for p in pairs if p[0] > 0 and p[2] > 0]
+    diffs = [b / nb - a / na for na, a, nb, b in usable]
+    target = abs(float(np.mean(diffs))) if delta is None and diffs else abs(delta or 0.0)
+    repeats = harmonic_repeats([n for p in usable for n in (p[0], p[2])])
+    s2a = within_variance([(p[0], p[1]) for p in usable])
+    s2b = within_variance([(p[2], p[3]) for p in usable])
+    if repeats is None or s2a is None or s2b is None or len(usable) < 2:
+        mde = None
+        if repeats is not None and len(usable) >= 2:
+            # With one attempt the spread of d_i already holds both kinds of variance.
+            mde = minimum_detectable_difference(
+                len(usable), float(np.var(diffs, ddof=1)), 0.0, 0.0, 1.0, alpha, power
+            )
+        return Plan(repeats, s2a, s2b, None, target, None, None, mde)
+    omega2 = max(0.0, float(np.var(diffs, ddof=1)) - (s2a + s2b) / repeats)
+    n = len(usable)
+    return Plan(
+        repeats,
+        s2a,
+        s2b,
+        omega2,
+        target,
+        repeats_needed(n, target, omega2, s2a, s2b, alpha, power),
+        tasks_needed(target, omega2, s2a, s2b, repeats, alpha, power),
+        minimum_detectable_difference(n, omega2, s2a, s2b, repeats, alpha, power),
+    )
+
+
+def simulate_fixed_suite_power(
+    p_a: Sequence[float],
+    p_b: Sequence[float],
+    repeats: int,
+    trials: int,
+    seed: int | np.random.Generator,
+    alpha: float = 0.05,
+) -> float:
+    """Share of simulated pairs of runs on exactly these tasks where the permutation test
+    rejects at alpha: the power of claim (b) with this many repeats, checked by the test
+    that will actually be run rather than by the normal approximation.
+    """
+    if len(p_a) != len(p_b):
+        raise ValueError("p_a and p_b must give one probability per task each")
+    if trials <= 0 or repeats <= 0 or not p_a:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for _ in range(trials):
+        passes_a = rng.binomial(repeats, p_a)
+        passes_b = rng.binomial(repeats, p_b)
+        pairs = [
+            (repeats, int(a), repeats, int(b)) for a, b in zip(passes_a, passes_b, strict=True)
+        ]
+        if permutation_test(pairs).p_value <= alpha:
+            rejected += 1
+    return rejected / trials
