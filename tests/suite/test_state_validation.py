@@ -172,3 +172,20 @@ def test_validation_agrees_with_the_record(checks: list[dict[str, Any]]) -> None
     except ValueError:
         loads = False
     assert loads == (not problems), problems
+
+
+def test_the_hidden_files_of_command_checks_are_part_of_the_hash(
+    write_suite: Callable[..., Path],
+) -> None:
+    path = write_suite([{**GOOD, "expect_state": [{"command": ["true"], "with_files": "h"}]}])
+    hidden = path.parent / "h"
+    (hidden / "deep").mkdir(parents=True)
+    (hidden / "deep" / "test_it.py").write_text("assert True\n")
+    first = load_suite(path).hash
+    assert load_suite(path).hash == first  # stable
+    (hidden / "deep" / "test_it.py").write_text("assert False\n")
+    changed = load_suite(path).hash
+    (hidden / "deep" / "test_it.py").rename(hidden / "test_it.py")  # same bytes, moved
+    assert len({first, changed, load_suite(path).hash}) == 3
+    plain = Suite.model_validate({"name": "s", "version": "1", "tasks": [GOOD]})
+    assert suite_hash(plain, path.parent) == suite_hash(plain)  # no with_files: as before

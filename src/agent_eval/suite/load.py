@@ -79,17 +79,36 @@ def shipped_suites() -> dict[str, Path]:
     return {name: SHIPPED_DIR / rel for name, rel in SHIPPED_FILES.items()}
 
 
-def suite_hash(suite: Suite) -> str:
+def suite_hash(suite: Suite, base: Path | None = None) -> str:
     """A hash of the canonical task content: sorted keys, defaults left out.
 
     Leaving defaults out keeps the hash stable when a later version of the format adds an
-    optional field, so only a real change of content changes it.
+    optional field, so only a real change of content changes it. Granted tools count,
+    and so do the files command checks bring in (``with_files``, found under ``base``,
+    the suite file's folder): a changed hidden test changes the verdicts as surely as a
+    changed task text.
     """
     tasks: Any = [task.model_dump(mode="json", exclude_defaults=True) for task in suite.tasks]
-    if suite.tools is not None:  # granting tools changes what tasks mean; older suites keep hashes
-        tasks = {"tasks": tasks, "tools": suite.tools}
-    canonical = json.dumps(tasks, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    extras: dict[str, Any] = {}
+    if suite.tools is not None:
+        extras["tools"] = suite.tools
+    if base is not None:
+        folders = sorted({c.with_files for t in suite.tasks for c in t.expect_state
+                          if isinstance(c, CommandCheck) and c.with_files})  # fmt: skip
+        if folders:
+            extras["with_files"] = {folder: _folder_digest(base / folder) for folder in folders}
+    content = {"tasks": tasks, **extras} if extras else tasks  # plain suites keep their hashes
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def _folder_digest(folder: Path) -> str:
+    """One hash of every file's path and bytes under ``folder``."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def load_suite(spec: str | Path) -> LoadedSuite:
@@ -121,7 +140,8 @@ def load_suite(spec: str | Path) -> LoadedSuite:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
         raise SuiteError(f"suite {label}: {count}; first: {problems[0]}", problems)
     suite = Suite.model_validate(raw)
-    return LoadedSuite(suite, path, suite_hash(suite), _documents(suite, path), shipped_name)
+    suite_id = suite_hash(suite, path.parent)
+    return LoadedSuite(suite, path, suite_id, _documents(suite, path), shipped_name)
 
 
 def validate(raw: Any, label: str, base: Path | None = None) -> list[str]:
