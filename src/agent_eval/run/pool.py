@@ -86,9 +86,10 @@ class Dispatch:
             try:
                 while not stop.is_set():
                     with taking:
-                        index, key = next(jobs, (-1, None))
-                    if index < 0:
+                        job = next(jobs, None)
+                    if job is None:
                         return
+                    index, key = job
                     row = attempt(worker, key, stop)
                     if killed.is_set():
                         return  # killed mid-attempt: not finished, so not recorded
