@@ -107,11 +107,13 @@ class BackgroundWriter:
     """Runs file writes on one thread, in the order given, so that creating a file on a
     slow disk (most of a millisecond) never holds up the next attempt.
 
-    The queue is bounded: a disk slower than the attempts slows the run down instead of
-    filling memory. An error in a write is raised by the next submit() or by close().
+    The queue is short: a disk slower than the attempts slows the run down instead of
+    filling memory, and a crash of the harness itself (a power cut, SIGKILL) can catch
+    no more than ``depth`` finished attempts unwritten, which a resume runs again. An
+    error in a write is raised by the next submit() or by close().
     """
 
-    def __init__(self, depth: int = 64) -> None:
+    def __init__(self, depth: int = 4) -> None:
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(depth)
         self._error: BaseException | None = None
         self._finished = threading.Event()
