@@ -23,7 +23,7 @@ from agent_eval.run.outputs import append_labbook
 from agent_eval.trace.trajectory import safe_part, trajectory_name, write_new_file
 
 SLOW_AGENT = """
-import pathlib, time
+import os, pathlib, time
 CALLS = pathlib.Path(__file__).with_name("calls.log")
 
 def run_task(task, options):
@@ -32,6 +32,13 @@ def run_task(task, options):
     time.sleep(0.15)
     n = int(options["task_id"][1:])
     return {"answer": "yes" if n % 3 else "no", "steps": n, "tokens": 10 * n}
+"""
+
+
+PID_LOG = """
+def build(options):
+    with CALLS.with_name("pids.log").open("a") as f:
+        f.write(f"{os.getpid()}\\n")
 """
 
 
@@ -114,6 +121,60 @@ def test_two_ctrl_c_at_a_random_point_kill_and_resume_loses_nothing(
     ran = calls.read_text().splitlines()
     assert len(ran) - len(set(ran)) <= 3  # only the attempts killed in flight ran twice
     assert len(set(ran)) == 16
+
+
+def test_a_crash_loses_nothing_journaled_and_leaves_no_process_behind(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    """SIGKILL of the harness itself: no Ctrl-C handling, no results file, only the
+    journal. Its workers stop on their own, and a resume finishes the run."""
+    write_agent(SLOW_AGENT + PID_LOG)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["yes"]} for i in range(8)])
+    whole = start(tmp_path, "whole.json")
+    whole.communicate(timeout=60)
+
+    calls = tmp_path / "calls.log"
+    calls.unlink()
+    proc = start(tmp_path, "part.json", "--concurrency", "2")
+    while (len(calls.read_text().splitlines()) if calls.exists() else 0) < 5:
+        time.sleep(0.01)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert not (tmp_path / "part.json").exists()
+    workers = [int(pid) for pid in (tmp_path / "pids.log").read_text().split()]
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers), "a worker outlived the harness"
+
+    done = start(tmp_path, "part.json", "--resume", "part.json")
+    _out, err = done.communicate(timeout=60)
+    assert done.returncode == 2, err
+    assert comparable(tmp_path / "part.json") == comparable(tmp_path / "whole.json")
+    ran = calls.read_text().splitlines()
+    assert len(set(ran)) == 16 and len(ran) - len(set(ran)) <= 2 + 4  # in flight, or queued
+
+
+def test_resume_with_nothing_to_resume_names_both_files(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    write_agent(SLOW_AGENT)
+    write_suite([{"id": "t1", "task": "q"}])
+    proc = start(tmp_path, "gone.json", "--resume", "gone.json")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert err == (
+        "Error: --resume gone.json: no such results file, and no journal "
+        "gone.json.journal.jsonl next to it\n"
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_resume_refuses_a_changed_suite(

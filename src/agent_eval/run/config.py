@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_eval.errors import ConfigError
+from agent_eval.run.journal import journal_path_for
 
 DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 """The course gateway's address, where `agent-eval serve-model` also listens."""
@@ -97,8 +98,13 @@ class RunConfig:
             raise ConfigError(f"--max-infra-retries {self.max_infra_retries}: give 0 or more")
         if self.max_memory_mb is not None and self.max_memory_mb < 64:
             raise ConfigError(f"--max-memory-mb {self.max_memory_mb}: give at least 64")
-        if self.resume is not None and not self.resume.exists():
-            raise ConfigError(f"--resume {self.resume}: no such results or journal file")
+        if self.resume is not None and not (
+            self.resume.exists() or journal_path_for(self.resume).exists()  # after a crash
+        ):
+            raise ConfigError(
+                f"--resume {self.resume}: no such results file, and no journal "
+                f"{journal_path_for(self.resume).name} next to it"
+            )
         if self.timeout_per_task is not None and self.timeout_per_task <= 0:
             raise ConfigError(f"--timeout-per-task {self.timeout_per_task}: give seconds > 0")
         if self.index is not None and not self.index.exists():
