@@ -13,7 +13,7 @@ from typing import Any
 
 from agent_eval.report import plots
 from agent_eval.report.results import Attempt, RunResults, TaskOutcome
-from agent_eval.report.text import fmt, fmt_interval, shown_k, shown_k_note
+from agent_eval.report.text import figure_rows, fmt, shown_k_note
 
 _NUMBER = re.compile(r"^-?[\d.]+(/\d+)?$")
 
@@ -44,37 +44,7 @@ def _table(header: list[str], rows: list[list[str]], classes: list[str] | None =
 
 
 def _figures(s: dict[str, Any]) -> str:
-    rows = [
-        [
-            "success rate",
-            fmt(s["success_rate"]),
-            fmt_interval(s["wilson95"]),
-            f"Wilson, {s['passed']} of {s['attempts']} attempts",
-        ],
-        [
-            "mean over tasks",
-            fmt(s["task_mean"]),
-            fmt_interval(s["task_ci95"]),
-            f"SE {fmt(s['task_se'])}",
-        ],
-    ]
-    ks = shown_k(list(s["pass_at_k"]))
-    rows += [
-        [f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}"] for k in ks
-    ]
-    rows += [
-        [f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}"] for k in ks
-    ]
-    if s["within_task_var"] is not None:
-        rows += [
-            ["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"],
-            [
-                "between-task var",
-                fmt(s["between_task_var"], 4),
-                "",
-                "true differences between tasks",
-            ],
-        ]
+    rows = figure_rows(s)
     usable, model = s["usable_success"], s["model_success"]
     rows += [
         [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from agent_eval.report.text import fmt, fmt_interval, shown_k, shown_k_note
+from agent_eval.report.text import figure_rows, fmt, shown_k_note
 
 
 def _cell(text: object) -> str:
@@ -33,37 +33,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{run['repeats']} attempt(s) each · run `{run['run_id']}`",
         "",
     ]
-    figures: list[list[object]] = [
-        [
-            "success rate",
-            fmt(s["success_rate"]),
-            fmt_interval(s["wilson95"]),
-            f"Wilson, {s['passed']} of {s['attempts']} attempts",
-        ],
-        [
-            "mean over tasks",
-            fmt(s["task_mean"]),
-            fmt_interval(s["task_ci95"]),
-            f"SE {fmt(s['task_se'])}",
-        ],
-    ]
-    ks = shown_k(list(s["pass_at_k"]))
-    figures += [
-        [f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}"] for k in ks
-    ]
-    figures += [
-        [f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}"] for k in ks
-    ]
-    if s["within_task_var"] is not None:
-        figures.append(["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"])
-        figures.append(
-            [
-                "between-task var",
-                fmt(s["between_task_var"], 4),
-                "",
-                "true differences between tasks",
-            ]
-        )
+    figures: list[list[object]] = [list(row) for row in figure_rows(s)]
     lines += [*table(["figure", "value", "95% interval", "note"], figures), ""]
     note = shown_k_note(list(s["pass_at_k"]))
     if note:

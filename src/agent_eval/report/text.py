@@ -40,6 +40,44 @@ def shown_k(ks: list[str]) -> list[str]:
     return [k for k in ks if int(k) <= 10 or k.rstrip("0") in ("1", "2", "5") or k == ks[-1]]
 
 
+def figure_rows(s: dict[str, Any]) -> list[list[str]]:
+    """The success figures every format shows: figure, value, 95% interval, note."""
+    rows = [
+        [
+            "success rate",
+            fmt(s["success_rate"]),
+            fmt_interval(s["wilson95"]),
+            f"Wilson, {s['passed']} of {s['attempts']} attempts",
+        ],
+        [
+            "mean over tasks",
+            fmt(s["task_mean"]),
+            fmt_interval(s["task_ci95"]),
+            f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df",
+        ],
+    ]
+    ks = shown_k(list(s["pass_at_k"]))
+    rows += [
+        [f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}"] for k in ks
+    ]
+    rows += [
+        [f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}"] for k in ks
+    ]
+    if s["within_task_var"] is None:
+        rows.append(["variance split", "-", "", "needs 2 or more attempts per task"])
+    else:
+        rows.append(["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"])
+        rows.append(
+            [
+                "between-task var",
+                fmt(s["between_task_var"], 4),
+                "",
+                "true differences between tasks",
+            ]
+        )
+    return rows
+
+
 def shown_k_note(ks: list[str]) -> str | None:
     """The sentence that says which k were left out, or None when none was."""
     shown = shown_k(ks)
@@ -90,30 +128,8 @@ def _overview(s: dict[str, Any]) -> Table:
     table = Table(title="Success", title_justify="left")
     for column in ("figure", "value", "95% interval", "note"):
         table.add_column(column)
-    table.add_row(
-        "success rate",
-        fmt(s["success_rate"]),
-        fmt_interval(s["wilson95"]),
-        f"Wilson, {s['passed']} of {s['attempts']} attempts",
-    )
-    table.add_row(
-        "mean over tasks",
-        fmt(s["task_mean"]),
-        fmt_interval(s["task_ci95"]),
-        f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df",
-    )
-    ks = shown_k(list(s["pass_at_k"]))
-    for k in ks:
-        table.add_row(f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}")
-    for k in ks:
-        table.add_row(f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}")
-    if s["within_task_var"] is None:
-        table.add_row("variance split", "-", "", "needs 2 or more attempts per task")
-    else:
-        table.add_row("within-task var", fmt(s["within_task_var"], 4), "", "attempt noise")
-        table.add_row(
-            "between-task var", fmt(s["between_task_var"], 4), "", "true differences between tasks"
-        )
+    for row in figure_rows(s):
+        table.add_row(*row)
     return table
 
 
