@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -32,3 +33,14 @@ def progress_bar(total: int, label: str) -> Iterator[Any]:
 
 def optional_path(value: str | None) -> Path | None:
     return Path(value) if value else None
+
+
+text_or_json = click.option(
+    "--format",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="text for people, json for machines.",
+)
+"""The --format option of commands that print for people or for machines."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK
+from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, text_or_json
 
 
 @click.command()
@@ -40,14 +40,7 @@ def report(results: str, fmt: str, out: str | None) -> int:
 @click.command()
 @click.argument("a")
 @click.argument("b")
-@click.option(
-    "--format",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "json"]),
-    help="text for people, json for machines.",
-)
+@text_or_json
 @click.option(
     "--alpha",
     default=0.05,
@@ -107,14 +100,7 @@ def compare(
 
 @click.command()
 @click.option("--labbook", required=True, help="The JSON-lines file runs appended to.")
-@click.option(
-    "--format",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "json"]),
-    help="text for people, json for machines.",
-)
+@text_or_json
 def history(labbook: str, fmt: str) -> int:
     """List the runs in a labbook over time, and flag suites changed without a version bump."""
     from agent_eval.report import read_history, render_history

@@ -17,6 +17,7 @@ from agent_eval.cli.common import (
     EXIT_OK,
     optional_path,
     progress_bar,
+    text_or_json,
 )
 from agent_eval.errors import SuiteError
 
@@ -245,14 +246,7 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
 
 @click.command()
 @click.argument("suite")
-@click.option(
-    "--format",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "json"]),
-    help="text for people, json for machines.",
-)
+@text_or_json
 @click.option("--workspace", help="Documents folder, for a suite that ships none.")
 def audit(suite: str, fmt: str, workspace: str | None) -> int:
     """Run degenerate baselines (empty answer, echo the task, dump every document, top
