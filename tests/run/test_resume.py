@@ -215,7 +215,9 @@ def test_journal_recovers_from_a_torn_last_line(tmp_path: Path, count: int, cut:
     last = data.rstrip(b"\n").rfind(b"\n") + 1
     path.write_bytes(data[: last + min(cut, len(data) - last - 1)])  # tear the last row
     reopened = Journal(path, {"run_id": "x"}, Order(("t",), count))
-    assert reopened.done() == {("t", n + 1) for n in range(count - 1)}
+    assert [key for key in reopened.order if key in reopened] == [
+        ("t", n + 1) for n in range(count - 1)
+    ]
     again = row("t", count)
     reopened.append(again, again.model_dump_json())
     keys = [(r.task_id, r.attempt) for r in reopened.rows([("t", n + 1) for n in range(count)])]
@@ -262,7 +264,7 @@ def test_a_journal_indexes_only_the_attempts_of_its_run(tmp_path: Path) -> None:
     # Resumed with --task-id b and one more repeat: task a's row is not part of it.
     narrower = Journal(path, {}, Order(("b",), 3))
     assert len(narrower) == 2 and ("a", 1) not in narrower and ("b", 2) in narrower
-    assert narrower.done() == {("b", 1), ("b", 2)}
+    assert [key for key in narrower.order if key in narrower] == [("b", 1), ("b", 2)]
     assert [r.attempt for r in narrower.rows([("b", 3), ("b", 2), ("a", 1)])] == [2]
     assert Order(("b",), 3).position(("b", 4)) is None
 

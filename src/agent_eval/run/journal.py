@@ -97,10 +97,6 @@ class Journal:
         position = self.order.position(key)
         return position is not None and self._offsets[position] >= 0
 
-    def done(self) -> set[Key]:
-        """(task id, attempt) of every attempt of this run already journaled."""
-        return {self.order.key(p) for p, offset in enumerate(self._offsets) if offset >= 0}
-
     def rows(self, keys: Iterable[Key] | None = None) -> Iterator[AttemptResult]:
         """Journaled rows of ``keys`` (default: the whole run, in order), one at a time."""
         for line in self.lines(keys):
