@@ -130,6 +130,10 @@ cpu ms/attempt: the harness's processes (this one, the zygote, the workers), fix
 
 
 def main() -> None:
+    # The server is stopped with SIGINT (it then prints how many requests it served). A
+    # shell's background job starts with SIGINT ignored, which a child would inherit;
+    # with a handler installed here, children start with the default instead.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--latency", type=float, default=0.1)
