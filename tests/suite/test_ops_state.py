@@ -208,8 +208,8 @@ def test_the_suite_validates_and_every_task_is_judged_by_state() -> None:
     suite = SUITE.suite
     assert (suite.name, suite.version, suite.tools) == (
         "ops-state",
-        "1.0.0",
-        ["write_file", "edit_file"],
+        "1.1.0",
+        ["write_file", "edit_file", "query_database"],
     )
     assert len(suite.tasks) == 10
     assert set(WRONG_FAILS) == {t.id for t in suite.tasks}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.records import AttemptResult
 from agent_eval.run.config import RunConfig
@@ -77,3 +79,36 @@ def test_report_shows_which_files_an_attempt_changed(
     start = lines.index("Files changed")
     assert any("retention-edit r1" in line and "M service-runbook.md" in line
                for line in lines[start:])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("task_id", "sql", "passes"),
+    [
+        ("backup-row", "INSERT INTO backups (host, day, time) VALUES ('db-2', 'Sunday', '02:30')",
+         True),
+        ("backup-row", "INSERT INTO backups (host, day, time) VALUES ('db-2', 'Sunday', '2:30')",
+         False),
+        ("incident-resolve", "UPDATE incidents SET status = 'resolved' WHERE id = 7", True),
+        ("incident-resolve", "UPDATE incidents SET status = 'resolved' WHERE id >= 7", False),
+    ],
+)  # fmt: skip
+def test_the_agent_records_rows_with_the_database_tool(
+    tmp_path: Path,
+    mock_model: Callable[..., MockModelServer],
+    task_id: str,
+    sql: str,
+    passes: bool,
+) -> None:
+    server = mock_model({"replies": [
+        {"tool_calls": [{"name": "query_database", "arguments": {"path": "ops.db", "sql": sql}}]},
+        {"content": "Recorded in ops.db."},
+    ]})  # fmt: skip
+    config = RunConfig(
+        agent="builtin:minimal", tasks="ops-state", task_ids=(task_id,),
+        base_url=server.base_url, model="mock", out=tmp_path / "r.json",
+        trajectory_dir=tmp_path / "traj",
+    )  # fmt: skip
+    (row,) = execute(prepare(config)).rows
+    assert row.passed is passes, row.checks.state
+    assert row.changed_files == ["M ops.db"]
+    assert "query_database" in row.checks.tools_used

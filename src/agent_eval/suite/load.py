@@ -34,7 +34,14 @@ SHIPPED_FILES = {"part26": "part26/agent-tasks.json", "ops-state": "ops-state/op
 SUITE_FIELDS = tuple(Suite.model_fields)
 TASK_FIELDS = tuple(Task.model_fields)
 
-AGENT_TOOLS = ("search_documents", "read_file", "run_command", "write_file", "edit_file")
+AGENT_TOOLS = (
+    "search_documents",
+    "read_file",
+    "run_command",
+    "write_file",
+    "edit_file",
+    "query_database",
+)
 """Tool names a suite may grant. The suite package must not import the tools package
 (dependencies point one way), so a test keeps this equal to its READ_TOOLS + WRITE_TOOLS."""
 

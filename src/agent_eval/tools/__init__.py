@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from agent_eval.tools import edit_file, read_file, run_command, search_documents, write_file
+from agent_eval.tools import (
+    edit_file,
+    query_database,
+    read_file,
+    run_command,
+    search_documents,
+    write_file,
+)
 from agent_eval.tools.base import Observation, ToolContext, truncate
 
 __all__ = [
@@ -28,12 +35,19 @@ __all__ = [
 
 READ_TOOLS: tuple[str, ...] = ("search_documents", "read_file", "run_command")
 """Tools every agent gets: they look at the workspace and change nothing."""
-WRITE_TOOLS: tuple[str, ...] = ("write_file", "edit_file")
-"""Tools an agent gets only when its suite or task allows writing."""
+WRITE_TOOLS: tuple[str, ...] = ("write_file", "edit_file", "query_database")
+"""Tools an agent gets only when its suite or task allows them: they change the workspace."""
 
 _MODULES: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (search_documents, read_file, run_command, write_file, edit_file)
+    for module in (
+        search_documents,
+        read_file,
+        run_command,
+        write_file,
+        edit_file,
+        query_database,
+    )
 }
 
 
