@@ -1,9 +1,12 @@
-"""Shared fixtures: a tiny suite on disk and an agent file factory."""
+"""Shared fixtures: a tiny suite on disk, an agent file factory, a scripted model server,
+and process checks."""
 
 from __future__ import annotations
 
 import json
+import os
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,3 +55,32 @@ def mock_model() -> Iterator[Callable[..., MockModelServer]]:
     yield start
     for server in started:
         server.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def alive() -> Callable[[int], bool]:
+    """Whether a process id still names a running (or unreaped) process."""
+    return _alive
+
+
+@pytest.fixture
+def gone_soon() -> Callable[[int], bool]:
+    """Waits up to 5 s for a process to end; False when it is still there."""
+
+    def wait(pid: int) -> bool:
+        deadline = time.monotonic() + 5
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    return wait

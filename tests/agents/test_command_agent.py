@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ def test_one_process_answers_every_task_with_the_protocol_field(tmp_path: Path, 
     ],
 )
 def test_a_broken_attempt_fails_and_the_next_task_gets_a_fresh_process(
-    tmp_path: Path, fake: str, task: str, reason: str
+    tmp_path: Path, fake: str, task: str, reason: str, alive: Callable[[int], bool]
 ) -> None:
     agent = started(tmp_path, fake)
     try:
@@ -155,7 +155,7 @@ def test_a_broken_attempt_fails_and_the_next_task_gets_a_fresh_process(
     assert "\n" not in message
     assert took < 5
     assert pid_of(after) != before and after.endswith("seen=1 protocol=1")
-    assert not _alive(before)
+    assert not alive(before)
 
 
 def test_an_error_line_fails_the_attempt_but_keeps_the_process(tmp_path: Path, fake: str) -> None:
@@ -186,11 +186,11 @@ def test_output_between_tasks_restarts_the_process_without_failing(
     assert "restarting: the process wrote to stdout between tasks" in log
 
 
-def test_close_ends_the_process(tmp_path: Path, fake: str) -> None:
+def test_close_ends_the_process(tmp_path: Path, fake: str, alive: Callable[[int], bool]) -> None:
     agent = started(tmp_path, fake)
     pid = pid_of(agent.run_task("one", options(tmp_path))["answer"])
     agent.close()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 def test_a_missing_program_is_a_load_error(tmp_path: Path) -> None:
@@ -199,7 +199,9 @@ def test_a_missing_program_is_a_load_error(tmp_path: Path) -> None:
         agent.build({"log_dir": str(tmp_path)})
 
 
-def test_killing_its_worker_kills_the_agent_process(tmp_path: Path, fake: str) -> None:
+def test_killing_its_worker_kills_the_agent_process(
+    tmp_path: Path, fake: str, gone_soon: Callable[[int], bool]
+) -> None:
     # The harness kills a worker with SIGKILL when an attempt overruns; the agent process
     # the worker started must not outlive it.
     log = tmp_path / "logs" / "fake.log"
@@ -215,7 +217,7 @@ def test_killing_its_worker_kills_the_agent_process(tmp_path: Path, fake: str) -
         pid = _wait_for_pid(log, "got hang")
         worker.kill()
         worker.wait()
-        assert _gone_soon(pid)
+        assert gone_soon(pid)
     finally:
         worker.kill()
 
@@ -242,14 +244,6 @@ def test_the_cli_records_a_dead_process_and_runs_on(tmp_path: Path, fake: str) -
     assert "dying now" in log and "sk-" not in log
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _wait_for_pid(log: Path, mark: str) -> int:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -259,12 +253,3 @@ def _wait_for_pid(log: Path, mark: str) -> int:
                     return int(line.split()[1])
         time.sleep(0.05)
     raise AssertionError(f"{mark!r} never appeared in {log}")
-
-
-def _gone_soon(pid: int) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
