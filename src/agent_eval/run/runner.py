@@ -34,7 +34,6 @@ from agent_eval.run.entry import Agent, load_agent
 from agent_eval.run.journal import (
     JOURNAL_SUFFIX,
     Journal,
-    Key,
     Order,
     journal_path_for,
     read_header,
@@ -174,8 +173,11 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
     journal = Journal(prepared.journal_path, _journal_header(prepared), order)
+    # A journaled attempt counts as finished unless its endpoint failed: those run again.
+    finished = {order.position((row.task_id, row.attempt))
+                for row in journal.rows() if row.failure_class != "infra_error"}  # fmt: skip
     # Positions in the order, 8 bytes each: a long run's plan costs next to nothing.
-    pending = array("q", (p for p, key in enumerate(order) if not _finished(journal, key)))
+    pending = array("q", (p for p in range(len(order)) if p not in finished))
     resumed = len(order) - len(pending)
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
@@ -266,11 +268,6 @@ def _ignoring_ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _finished(journal: Journal, key: Key) -> bool:
-    """A journaled attempt counts as finished unless its endpoint failed: those re-run."""
-    return key in journal and all(row.failure_class != "infra_error" for row in journal.rows([key]))
 
 
 def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
