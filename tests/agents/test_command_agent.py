@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from agent_eval.agents.command_agent import CommandAgent, CommandAgentError, scaffold_name
+from agent_eval.agents.entry import load_agent
 from agent_eval.errors import AgentLoadError
-from agent_eval.run.command_agent import CommandAgent, CommandAgentError, scaffold_name
-from agent_eval.run.entry import load_agent
 
 # One fake agent whose behaviour the task text picks; its answer says which process
 # answered and what it saw, so restarts and the protocol field can be asserted.
@@ -207,7 +207,7 @@ def test_killing_its_worker_kills_the_agent_process(
     log = tmp_path / "logs" / "fake.log"
     host = (
         "import sys\n"
-        "from agent_eval.run.command_agent import CommandAgent\n"
+        "from agent_eval.agents.command_agent import CommandAgent\n"
         "agent = CommandAgent(sys.argv[1])\n"
         "agent.build({'log_dir': sys.argv[2]})\n"
         "agent.run_task('hang', {'limits': {'max_seconds': None}})\n"

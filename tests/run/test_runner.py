@@ -310,7 +310,7 @@ def test_selection_errors_suggest(config: RunConfig) -> None:
 
 
 def test_unknown_agents(tmp_path: Path) -> None:
-    from agent_eval.run.entry import load_agent
+    from agent_eval.agents.entry import load_agent
 
     with pytest.raises(AgentLoadError, match="no such file"):
         load_agent(str(tmp_path / "missing.py"))

@@ -136,8 +136,8 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
 def run(**flags: Any) -> int:
+    from agent_eval.cli.console import attempt_detail, attempt_line, header, summary_block
     from agent_eval.run.config import Prices, RunConfig, parse_options
-    from agent_eval.run.console import attempt_detail, attempt_line, header, summary_block
     from agent_eval.run.runner import execute, prepare
 
     config = RunConfig(
@@ -307,7 +307,7 @@ def demo(out_dir: str, repeats: int, task_ids: tuple[str, ...], parallel: int) -
     local model, offline. Prints each run's report and their comparison, writes HTML
     reports and a labbook, and stops the model server.
     """
-    from agent_eval.demo import DemoPlan, run_demo
+    from agent_eval.cli.demo import DemoPlan, run_demo
 
     @contextmanager
     def progress(total: int, label: str) -> Iterator[Callable[[], None]]:

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval import __version__
+from agent_eval.agents.entry import Agent, load_agent
 from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, AttemptResult, Task
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
 from agent_eval.run.config import RunConfig
-from agent_eval.run.entry import Agent, load_agent
 from agent_eval.run.journal import (
     JOURNAL_SUFFIX,
     Journal,

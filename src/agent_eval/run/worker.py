@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from agent_eval.agents.entry import AgentMisbehaved, coerce_reply, load_agent
 from agent_eval.errors import AgentLoadError
-from agent_eval.run.entry import AgentMisbehaved, coerce_reply, load_agent
 from agent_eval.run.zygote import Zygote
 
 

@@ -66,7 +66,7 @@ def load_agent(spec: str) -> Agent:
 
 def _import_target(spec: str) -> Any:
     if spec.startswith("cmd:"):
-        from agent_eval.run.command_agent import CommandAgent
+        from agent_eval.agents.command_agent import CommandAgent
 
         return CommandAgent(spec.removeprefix("cmd:"))
     if spec.startswith("builtin:"):
