@@ -119,18 +119,19 @@ def _row(
         "infra_error": "infra_error: 503 Service Unavailable from the model endpoint",
     }
     tools_used = rng.sample(TOOLS, rng.randint(0, 3))
+    # The same draws as before schema 2, so that figures stay comparable across it.
+    missing = [] if passed or rng.random() < 0.3 else rng.sample(("4000", "sunday", "02:00"), 1)
+    forbidden = [] if passed or rng.random() < 0.9 else ["8080"]
     checks = {
-        "passed": passed,
-        "missing": []
-        if passed or rng.random() < 0.3
-        else rng.sample(("4000", "sunday", "02:00"), 1),
-        "forbidden_found": [] if passed or rng.random() < 0.9 else ["8080"],
-        "regex_ok": None if category != "config" else passed or rng.random() < 0.5,
-        "tool_ok": None if category != "tool-use" else passed or "run_sql" in tools_used,
-        "within_steps": steps <= 12 if category == "multi-hop" else None,
-        "within_tokens": None,
-        "within_seconds": failure != "over_budget",
+        "missing": missing,
+        "forbidden": forbidden,
+        "regex_ok": True if category != "config" else passed or rng.random() < 0.5,
+        "tool_ok": True if category != "tool-use" else passed or "run_sql" in tools_used,
+        "within_steps": steps <= 12 if category == "multi-hop" else True,
         "tools_used": tools_used,
+        "passed": passed,
+        "within_tokens": True,
+        "within_seconds": failure != "over_budget",
         "state": [],
     }
     if (
@@ -138,19 +139,17 @@ def _row(
         and failure == "wrong_answer"
         and not (
             checks["missing"]
-            or checks["forbidden_found"]
-            or checks["regex_ok"] is False
-            or checks["tool_ok"] is False
-            or checks["within_steps"] is False
+            or checks["forbidden"]
+            or not checks["regex_ok"]
+            or not checks["tool_ok"]
+            or not checks["within_steps"]
         )
     ):
         checks["missing"] = ["4000"]
     row = {
-        "task_id": task_id,
+        "id": task_id,
         "category": category,
         "attempt": attempt,
-        "passed": passed,
-        "failure_class": failure,
         "answer": "" if failure in ("agent_error", "infra_error") else _answer(rng),
         "steps": steps,
         "tokens": prompt + completion,
@@ -158,12 +157,13 @@ def _row(
         "completion_tokens": completion,
         "seconds": round(rng.uniform(0.4, 45.0), 3),
         "stopped": "finished" if failure in ("passed", "wrong_answer") else failure,
-        "error": error.get(failure),
         "checks": checks,
+        "trajectory_file": f"trajectories/{stamp}-{task_id}-r{attempt}.jsonl",
+        "failure_class": failure,
+        "error": error.get(failure),
         "roles": {"planner": prompt, "executor": completion} if roles else None,
         "infra_retries": rng.choices((0, 1, 2), (95, 4, 1))[0],
         "changed_files": ["M notes/runbook.md"] if category == "state" else None,
-        "trajectory_file": f"trajectories/{stamp}-{task_id}-r{attempt}.jsonl",
     }
     return row
 
@@ -175,9 +175,15 @@ def write_run(
     shifts every task's pass chance.
     """
     # Imported here: only the generating process may grow large (see the docstring).
-    from agent_eval.records import RESULTS_SCHEMA, AttemptResult
-    from agent_eval.run.outputs import write_results
-    from agent_eval.score.summary import per_task, summarise
+    from agent_eval.results import (
+        RESULTS_SCHEMA,
+        AttemptResult,
+        Limits,
+        ResultsHead,
+        RunHead,
+        tally,
+        write_results,
+    )
 
     difficulty = random.Random(1234)  # one suite: both runs share the tasks' difficulty
     rng = random.Random(seed)
@@ -193,6 +199,7 @@ def write_run(
         ]
     validated = [AttemptResult.model_validate(r) for r in rows]
     prices = {"per_million": None, "input_per_million": 0.5, "output_per_million": 1.5}
+    counted = tally(validated, prices)
     run = {
         "lab": "bench",
         "run_id": f"run{seed:08d}",
@@ -200,7 +207,6 @@ def write_run(
         "agent_entry_point": "builtin:react",
         "task_set": "scale",
         "task_set_version": "1.0",
-        "suite_hash": SUITE_HASH,
         "model": model,
         "router_model": None,
         "quant": None,
@@ -209,22 +215,22 @@ def write_run(
         "base_url": "http://127.0.0.1:8000/v1",
         "repeats": repeats,
         "host": "bench",
-        "date": "2025-01-01T00:00:00+00:00",
+        "date": "2025-01-01",
         "wall_seconds": 3600.0,
         "notes": None,
+        "summary": counted.summary(),
+        "started_at": "2025-01-01T00:00:00+00:00",
+        "suite_hash": SUITE_HASH,
         "harness_version": "0.1.0",
         "concurrency": 32,
-        "limits": {"timeout_per_task": 120.0, "max_memory_mb": 2048, "max_infra_retries": 2},
+        "limits": Limits(timeout_per_task=120.0, max_memory_mb=2048, max_infra_retries=2),
         "seed": seed,
         "prices": prices,
         "options": {},
         "interrupted": False,
-        "summary": summarise(validated, prices),
     }
-    head = {"schema": RESULTS_SCHEMA, "run": run, "per_task": per_task(validated)}
-    write_results(
-        path, head, (row.model_dump_json().encode() for row in validated), lambda text: text
-    )
+    head = ResultsHead(schema=RESULTS_SCHEMA, run=RunHead(**run), per_task=counted.per_task())
+    write_results(path, head, validated)
 
 
 def measure(command: list[str], out: Path) -> tuple[float, float, int]:

@@ -20,8 +20,11 @@ from pydantic import (
     model_validator,
 )
 
-RESULTS_SCHEMA = 1
-"""Version of the results-file and trajectory shape; bumped on incompatible change."""
+RESULTS_SCHEMA = 2
+"""Version of the results-file and trajectory shape; bumped on incompatible change.
+
+1 keyed rows by ``task_id``, named ``checks.forbidden_found`` and wrote null for a check
+the task does not ask for; 2 keeps the course harness's keys and values exactly."""
 
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -292,26 +295,30 @@ class Suite(Strict):
 
 
 class Checks(Strict):
-    """The outcome of every named check for one attempt; passed needs all of them."""
+    """The outcome of every named check for one attempt; passed needs all of them.
 
-    passed: bool
-    """True when every check holds."""
+    The first seven fields are the course harness's, in its order and with its meaning: a
+    check the task does not ask for holds (``regex_ok = True if not pattern``).
+    """
+
     missing: list[str]
     """Strings of expect_in_answer absent from the answer."""
-    forbidden_found: list[str]
+    forbidden: list[str]
     """Strings of expect_not_in_answer present in the answer."""
-    regex_ok: bool | None
-    """Whether expect_regex matched; None when the task has no pattern."""
-    tool_ok: bool | None
-    """Whether expect_tool was used; None when the task names no tool."""
-    within_steps: bool | None
-    """Whether the steps were within max_steps; None when the task has no limit."""
-    within_tokens: bool | None = None
-    """Whether the tokens were within max_tokens; None when the task has no limit."""
-    within_seconds: bool | None = None
-    """Whether the wall time was within max_seconds; None when the task has no limit."""
+    regex_ok: bool
+    """Whether expect_regex matched; true when the task has no pattern."""
+    tool_ok: bool
+    """Whether expect_tool was used; true when the task names no tool."""
+    within_steps: bool
+    """Whether the steps were within max_steps; true when the task has no limit."""
     tools_used: list[str]
     """Tool names found in the trajectory, in first-use order."""
+    passed: bool
+    """True when every check holds."""
+    within_tokens: bool = True
+    """Whether the tokens were within max_tokens; true when the task has no limit."""
+    within_seconds: bool = True
+    """Whether the wall time was within max_seconds; true when the task has no limit."""
     state: list[StateOutcome] = Field(default_factory=list)
     """Each expect_state check's outcome, in the task's order."""
 
@@ -343,47 +350,3 @@ class AgentReply(Strict):
     """The agent's JSON records, written after the meta line."""
     roles: dict[str, int] | None = None
     """Tokens per role, for multi-role agents."""
-
-
-class AttemptResult(BaseModel):
-    """One row of a results file: one attempt at one task, scored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task_id: str
-    """The task's id."""
-    category: str
-    """The task's category."""
-    attempt: int
-    """1-based attempt number within the task."""
-    passed: bool
-    """The verdict."""
-    failure_class: FailureClass
-    """passed, wrong_answer, over_budget, agent_error or infra_error."""
-    answer: str
-    """The final answer, possibly truncated for size."""
-    steps: int
-    """Steps reported by the agent."""
-    tokens: int
-    """Tokens reported by the agent."""
-    prompt_tokens: int | None = None
-    """Input tokens, when known."""
-    completion_tokens: int | None = None
-    """Output tokens, when known."""
-    seconds: float
-    """Wall time of the attempt measured by the harness."""
-    stopped: str
-    """Why the attempt stopped (agent stop reason, or the harness's reason on failure)."""
-    error: str | None = None
-    """What went wrong, for agent_error, over_budget and infra_error."""
-    checks: Checks
-    """Every named check's outcome."""
-    roles: dict[str, int] | None = None
-    """Tokens per role, when the agent reports them."""
-    infra_retries: int = 0
-    """How many earlier tries of this attempt ended in infra_error and were retried."""
-    changed_files: list[str] | None = None
-    """Workspace files the attempt touched, git-style ('A new.md', 'M runbook.md',
-    'D old.md'); recorded when the task checks state or the agent may write."""
-    trajectory_file: str | None = None
-    """The attempt's trajectory, relative to the results file's folder when possible."""

@@ -235,7 +235,7 @@ def test_the_cli_records_a_dead_process_and_runs_on(tmp_path: Path, fake: str) -
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode != 0, done.stderr
-    rows = {row["task_id"]: row for row in json.loads(out.read_text())["results"]}
+    rows = {row["id"]: row for row in json.loads(out.read_text())["results"]}
     assert rows["r-backup-window"]["failure_class"] == "agent_error"
     assert "exited before writing a result line (exit code 3)" in rows["r-backup-window"]["error"]
     assert rows["r-gateway-port"]["failure_class"] == "wrong_answer"

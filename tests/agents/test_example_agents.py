@@ -53,12 +53,12 @@ def test_example_files_re_export_the_builtins(example: str, tmp_path: Path) -> N
     results = json.loads(out.read_text(encoding="utf-8"))
     scaffold = "minimal" if example == "scaffold-minimal.py" else "multi-agent"
     assert results["run"]["scaffold"] == scaffold
-    rows = {row["task_id"]: row for row in results["results"]}
+    rows = {row["id"]: row for row in results["results"]}
     assert set(rows) == {"r-backup-window", "t-read-review-date"}
     if scaffold == "minimal":
         # The example script is written for the single loop: both tasks pass.
         assert done.returncode == 0, done.stderr
-        assert all(row["passed"] for row in rows.values())
+        assert all(row["checks"]["passed"] for row in rows.values())
         assert "  ok  r-backup-window  r1   3 step(s)" in done.stdout
     else:
         assert all(row["failure_class"] != "agent_error" for row in rows.values())

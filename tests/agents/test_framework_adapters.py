@@ -142,4 +142,4 @@ def test_an_adapter_runs_through_the_cli(
     results = json.loads(out.read_text(encoding="utf-8"))
     assert results["run"]["scaffold"] == adapter.SCAFFOLD_NAME
     (row,) = results["results"]
-    assert row["passed"] and row["steps"] == 3
+    assert row["checks"]["passed"] and row["steps"] == 3

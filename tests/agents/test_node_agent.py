@@ -58,7 +58,7 @@ def test_node_agent_answers_with_tools_and_a_full_trajectory(
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert results["run"]["scaffold"] == "node-agent"
     (row,) = results["results"]
-    assert row["passed"] and row["failure_class"] == "passed"
+    assert row["checks"]["passed"] and row["failure_class"] == "passed"
     assert row["answer"] == ANSWER
     assert (row["steps"], row["tokens"]) == (5, 660)
     assert (row["prompt_tokens"], row["completion_tokens"]) == (600, 60)

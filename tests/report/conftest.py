@@ -22,11 +22,9 @@ def attempt_row(
     failure = ("passed" if outcome else "wrong_answer") if isinstance(outcome, bool) else outcome
     passed = failure == "passed"
     row: dict[str, Any] = {
-        "task_id": task_id,
+        "id": task_id,
         "category": category,
         "attempt": attempt,
-        "passed": passed,
-        "failure_class": failure,
         "answer": f"answer to {task_id}",
         "steps": 3 + attempt,
         "tokens": 1000 + 100 * attempt,
@@ -34,18 +32,19 @@ def attempt_row(
         "completion_tokens": 200 + 100 * attempt,
         "seconds": 1.5,
         "stopped": "finished",
-        "error": None if failure in ("passed", "wrong_answer") else f"{failure} happened",
         "checks": {
-            "passed": passed,
             "missing": ["4000"] if failure == "wrong_answer" else [],
-            "forbidden_found": [],
-            "regex_ok": None,
-            "tool_ok": None,
-            "within_steps": None,
+            "forbidden": [],
+            "regex_ok": True,
+            "tool_ok": True,
+            "within_steps": True,
             "tools_used": ["search_documents"],
+            "passed": passed,
         },
-        "roles": None,
         "trajectory_file": None,
+        "failure_class": failure,
+        "error": None if failure in ("passed", "wrong_answer") else f"{failure} happened",
+        "roles": None,
     }
     row.update(extra)
     return row
@@ -70,9 +69,9 @@ def results_document(
                 attempt_row(task_id, category, index, outcome, **(row_extra or {}).get(task_id, {}))
             )
     repeats = max((len(a) for a in outcomes.values()), default=0)
-    passed = sum(r["passed"] for r in rows)
+    passed = sum(r["checks"]["passed"] for r in rows)
     return {
-        "schema": 1,
+        "schema": 2,
         "run": {
             "lab": None,
             "run_id": f"run-{model}",
@@ -80,7 +79,6 @@ def results_document(
             "agent_entry_point": scaffold,
             "task_set": "part26",
             "task_set_version": "1.0",
-            "suite_hash": suite_hash,
             "model": model,
             "router_model": None,
             "quant": None,
@@ -89,9 +87,11 @@ def results_document(
             "base_url": None,
             "repeats": repeats,
             "host": "testhost",
-            "date": "2025-01-01T00:00:00+00:00",
+            "date": "2025-01-01",
             "wall_seconds": 1.0,
             "notes": None,
+            "started_at": "2025-01-01T00:00:00+00:00",
+            "suite_hash": suite_hash,
             "harness_version": "0.1.0",
             "concurrency": 1,
             "limits": {"max_infra_retries": 2},
@@ -104,7 +104,9 @@ def results_document(
             },
         },
         # Deliberately wrong: reports must recompute per-task figures from the rows.
-        "per_task": [{"task_id": t, "attempts": 99, "successes": 99} for t in outcomes],
+        "per_task": [
+            {"id": t, "attempts": 99, "successes": 99, "success_rate": 1.0} for t in outcomes
+        ],
         "results": rows,
     }
 

@@ -118,7 +118,7 @@ def large_page(
     document = json.loads(make_results(outcomes).read_text())
     (tmp_path / "traj").mkdir()
     for row in document["results"]:
-        name = f"{row['task_id']}-r{row['attempt']}"
+        name = f"{row['id']}-r{row['attempt']}"
         row["answer"] = f"answer {name}. " + "x" * 1000 + HOSTILE
         row["trajectory_file"] = f"traj/{name}.jsonl"
         (tmp_path / "traj" / f"{name}.jsonl").write_text(f'{{"trajectory": "{name}"}}\n')

@@ -129,8 +129,8 @@ def test_junit(agent_eval: Invoke, results: Path) -> None:
     assert failure is not None
     assert failure.get("message") == "1 of 3 attempt(s) failed: r3: missing '4000'"
     assert failure.text == (
-        "r3: missing '4000' [wrong_answer] checks: passed=False, "
-        "missing=['4000'], tools_used=['search_documents']"
+        "r3: missing '4000' [wrong_answer] checks: missing=['4000'], "
+        "tools_used=['search_documents'], passed=False"
     )
     t2 = cases["t2"].find("failure")
     assert t2 is not None and t2.get("type") == "infra_error,wrong_answer"

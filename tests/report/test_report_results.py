@@ -42,13 +42,16 @@ def test_garbled_file(tmp_path: Path) -> None:
     ("mutate", "message"),
     [
         (lambda d: [1, 2], "expected a JSON object with 'run' and 'results'"),
-        (lambda d: {**d, "schema": 7}, "schema 7 is not 1"),
-        (lambda d: {k: v for k, v in d.items() if k != "schema"}, "schema None is not 1"),
+        (lambda d: {**d, "schema": 7}, "schema 7 is newer than this agent-eval reads"),
         (lambda d: {**d, "run": None}, "'run' must be an object"),
-        (lambda d: {**d, "run": {**d["run"], "suite_hash": None}}, "run.suite_hash is missing"),
+        (lambda d: {**d, "run": {**d["run"], "run_id": None}}, "run.run_id: Input should be"),
         (
-            lambda d: {**d, "run": {**d["run"], "repeats": "3"}},
-            "run.repeats is missing or not a int",
+            lambda d: {**d, "run": {**d["run"], "repeats": "three"}},
+            "run.repeats: Input should be a valid integer",
+        ),
+        (
+            lambda d: {**d, "run": {**d["run"], "sweet_hash": "a"}},
+            "run.sweet_hash: Extra inputs are not permitted",
         ),
         (lambda d: {**d, "results": {}}, "'results' must be a list"),
         (lambda d: {**d, "results": [{**d["results"][0], "pased": True}]}, r"results\[0\]\.pased"),
@@ -105,12 +108,12 @@ def test_trajectory_is_read_relative_to_the_results_file(
 
 def _runner_layout(tmp_path: Path, document: dict[str, Any], name: str = "runner.json") -> Path:
     """The document as the runner writes it: the header indented, then one row per line."""
-    from agent_eval.run.outputs import write_results
+    from agent_eval.results import ResultsHead, write_results
 
     path = tmp_path / name
-    head = {key: value for key, value in document.items() if key != "results"}
+    head = ResultsHead.model_validate({k: v for k, v in document.items() if k != "results"})
     rows = [json.dumps(row, ensure_ascii=False).encode() for row in document["results"]]
-    write_results(path, head, rows, lambda text: text)
+    write_results(path, head, rows)
     return path
 
 
@@ -122,7 +125,7 @@ def test_every_layout_loads_the_same(tmp_path: Path, make_results: Callable[...,
     document = json.loads(one_line.read_text())
     runner = _runner_layout(tmp_path, document)
     indented = _write(tmp_path, json.dumps(document, indent=2))
-    assert runner.read_bytes().count(b'\n    {"task_id"') == 5
+    assert runner.read_bytes().count(b'\n    {"id"') == 5
     loaded = [load_results(path) for path in (one_line, runner, indented)]
     assert loaded[0].rows == loaded[1].rows == loaded[2].rows
     assert loaded[0].run == loaded[1].run == loaded[2].run

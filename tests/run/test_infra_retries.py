@@ -22,7 +22,7 @@ def run(tmp_path: Path, base_url: str, **extra: Any) -> dict[str, Any]:
         trajectory_dir=tmp_path / "traj", retry_backoff=0.01, **extra,
     )  # fmt: skip
     report = execute(prepare(config))
-    return {"summary": report.document["run"]["summary"], "rows": report.rows}
+    return {"summary": report.summary.model_dump(), "rows": report.rows}
 
 
 def test_an_intermittent_500_is_retried_and_recovers(

@@ -59,7 +59,7 @@ def test_each_fault_is_recorded_and_the_run_goes_on(
     rows = run(tmp_path, write_suite, agent,
                ["ok", "hang", "ok", "exit", "ok", "segfault", "ok", "leak", "ok"],
                timeout_per_task=1.0, max_memory_mb=400)  # fmt: skip
-    got = [(r["task_id"], r["failure_class"], r["error"]) for r in rows]
+    got = [(r["id"], r["failure_class"], r["error"]) for r in rows]
     assert got == [
         ("t0-ok", "passed", None),
         ("t1-hang", "over_budget", "no reply within 1.1s; stopped"),
@@ -84,7 +84,7 @@ def test_build_runs_once_per_worker_and_stdout_stays_clean(
 ) -> None:
     agent = write_agent(BAD_AGENT)
     rows = run(tmp_path, write_suite, agent, ["print"] * 6, concurrency=3)
-    assert all(r["passed"] for r in rows)
+    assert all(r["checks"]["passed"] for r in rows)
     # How many of the 3 workers got an attempt depends on timing; each built once.
     serving = {str(r["answer"]).split()[-1] for r in rows}
     assert sorted((agent.parent / "builds.log").read_text().split()) == sorted(serving)
@@ -117,7 +117,7 @@ def test_failing_build_and_close(
         "broken_close.py",
     )
     rows = run(tmp_path, write_suite, broken_close, ["ok", "ok"])
-    assert [r["passed"] for r in rows] == [True, True]
+    assert [r["checks"]["passed"] for r in rows] == [True, True]
     run_record = json.loads((tmp_path / "r.json").read_text())["run"]
     assert run_record["warnings"] == ["agent close() failed: RuntimeError('socket gone')"]
 
@@ -142,13 +142,13 @@ def test_concurrent_results_come_out_in_task_order(
         trajectory_dir=tmp_path / "traj",
         out=tmp_path / "r.json",
     )
-    report = execute(prepare(config), lambda row: seen.append((row.task_id, row.attempt)))
+    report = execute(prepare(config), lambda row: seen.append((row.id, row.attempt)))
     canonical = [(f"t{i}", a) for i in range(8) for a in (1, 2, 3)]
     assert seen == canonical
     rows = report.rows
-    assert [(r.task_id, r.attempt) for r in rows] == canonical
+    assert [(r.id, r.attempt) for r in rows] == canonical
     assert [r.answer for r in rows] == [f"{t}/{a}" for t, a in canonical]
-    assert [p["task_id"] for p in report.document["per_task"]] == [f"t{i}" for i in range(8)]
+    assert [p.id for p in report.head.per_task] == [f"t{i}" for i in range(8)]
 
 
 def test_shuffle_is_seeded(
@@ -169,8 +169,8 @@ def test_shuffle_is_seeded(
             seed=7 if run_number < 2 else 8,
             trajectory_dir=tmp_path / f"traj{run_number}",
         )
-        report = execute(prepare(config), lambda row, seen=seen: seen.append(row.task_id))
+        report = execute(prepare(config), lambda row, seen=seen: seen.append(row.id))
         orders.append(seen)
-        assert [r.task_id for r in report.rows] == [f"t{i}" for i in range(6)]
+        assert [r.id for r in report.rows] == [f"t{i}" for i in range(6)]
     assert orders[0] == orders[1] != orders[2]
     assert sorted(orders[0]) == [f"t{i}" for i in range(6)]

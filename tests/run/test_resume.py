@@ -17,9 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_eval.records import AttemptResult, Checks
-from agent_eval.run.journal import Journal, Order
-from agent_eval.run.outputs import append_labbook
+from agent_eval.records import Checks
+from agent_eval.results import AttemptResult, Journal, Order, RunHead, append_labbook
 from agent_eval.trace.trajectory import safe_part, trajectory_name, write_new_file
 
 SLOW_AGENT = """
@@ -52,7 +51,7 @@ def start(tmp_path: Path, out: str, *extra: str) -> subprocess.Popen[str]:
 
 def comparable(path: Path) -> list[tuple[object, ...]]:
     rows = json.loads(path.read_text())["results"]
-    return [(r["task_id"], r["attempt"], r["answer"], r["passed"], r["steps"]) for r in rows]
+    return [(r["id"], r["attempt"], r["answer"], r["checks"]["passed"], r["steps"]) for r in rows]
 
 
 def test_ctrl_c_then_resume_matches_an_uninterrupted_run(
@@ -187,11 +186,11 @@ def test_resume_refuses_a_changed_suite(
 
 
 def row(task_id: str, attempt: int) -> AttemptResult:
-    checks = Checks(passed=True, missing=[], forbidden_found=[], regex_ok=None, tool_ok=None,
-                    within_steps=None, tools_used=[])  # fmt: skip
-    return AttemptResult(task_id=task_id, category="c", attempt=attempt, passed=True,
-                         failure_class="passed", answer="a" * 50, steps=1, tokens=1, seconds=0.1,
-                         stopped="finished", checks=checks)  # fmt: skip
+    checks = Checks(missing=[], forbidden=[], regex_ok=True, tool_ok=True, within_steps=True,
+                    tools_used=[], passed=True)  # fmt: skip
+    return AttemptResult(id=task_id, category="c", attempt=attempt, answer="a" * 50, steps=1,
+                         tokens=1, seconds=0.1, stopped="finished", checks=checks,
+                         failure_class="passed")  # fmt: skip
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -212,14 +211,16 @@ def test_journal_recovers_from_a_torn_last_line(tmp_path: Path, count: int, cut:
     ]
     again = row("t", count)
     reopened.append(again, again.model_dump_json())
-    keys = [(r.task_id, r.attempt) for r in reopened.rows([("t", n + 1) for n in range(count)])]
+    keys = [(r.id, r.attempt) for r in reopened.rows([("t", n + 1) for n in range(count)])]
     assert keys == [("t", n + 1) for n in range(count)]
     reopened.close()
 
 
 def _append_many(path: str, worker: int) -> None:
     for n in range(50):
-        append_labbook(Path(path), {"worker": worker, "n": n, "pad": "x" * 2000})
+        run = RunHead(run_id=f"{worker}-{n}", scaffold="s", task_set="t", task_set_version="1",
+                      model="m", notes="x" * 2000)  # fmt: skip
+        append_labbook(Path(path), run)
 
 
 def test_concurrent_labbook_appends_leave_one_valid_line_each(tmp_path: Path) -> None:
@@ -228,9 +229,9 @@ def test_concurrent_labbook_appends_leave_one_valid_line_each(tmp_path: Path) ->
         list(pool.map(_append_many, [str(path)] * 6, range(6)))
     lines = path.read_text().splitlines()
     assert len(lines) == 300
-    assert sorted((r["worker"], r["n"]) for r in map(json.loads, lines)) == [
-        (w, n) for w in range(6) for n in range(50)
-    ]
+    assert sorted(json.loads(line)["run_id"] for line in lines) == sorted(
+        f"{w}-{n}" for w in range(6) for n in range(50)
+    )
 
 
 @given(st.text(max_size=80))
@@ -250,7 +251,7 @@ def test_a_journal_indexes_only_the_attempts_of_its_run(tmp_path: Path) -> None:
         item = row(*key)
         journal.append(item, item.model_dump_json())
     journal.close()
-    assert [(r.task_id, r.attempt) for r in Journal(path, {}, Order(("a", "b"), 2)).rows()] == [
+    assert [(r.id, r.attempt) for r in Journal(path, {}, Order(("a", "b"), 2)).rows()] == [
         ("a", 1), ("b", 1), ("b", 2)
     ]  # fmt: skip
     # Resumed with --task-id b and one more repeat: task a's row is not part of it.

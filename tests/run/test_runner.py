@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.errors import AgentLoadError, ConfigError
-from agent_eval.records import AttemptResult
+from agent_eval.results import AttemptResult
 from agent_eval.run.config import Prices, RunConfig
 from agent_eval.run.runner import execute, prepare
 
@@ -119,7 +119,7 @@ def test_figures_match_hand_computation(config: RunConfig) -> None:
     assert a["pass_hat_k"] == pytest.approx({"1": 2 / 3, "2": 1 / 3, "3": 0.0})
     assert (b["successes"], b["min_steps"], b["max_steps"]) == (1, 0, 5)
     assert b["first_failure"] == "r1: 5 steps over the limit"
-    classes = [(r["task_id"], r["attempt"], r["failure_class"]) for r in doc["results"]]
+    classes = [(r["id"], r["attempt"], r["failure_class"]) for r in doc["results"]]
     assert classes == [
         ("a", 1, "passed"),
         ("a", 2, "wrong_answer"),
@@ -331,8 +331,8 @@ def test_each_attempt_is_kept_before_the_caller_hears_of_it(config: RunConfig) -
     def on_attempt(row: AttemptResult) -> None:
         assert (config.out.parent / str(row.trajectory_file)).is_file()  # type: ignore[union-attr]
         journaled = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
-        assert {"task_id": row.task_id, "attempt": row.attempt}.items() <= journaled[-1].items()
-        seen.append((row.task_id, row.attempt))
+        assert {"id": row.id, "attempt": row.attempt}.items() <= journaled[-1].items()
+        seen.append((row.id, row.attempt))
 
     execute(prepared, on_attempt)
     assert seen == [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("b", 3)]

@@ -46,7 +46,7 @@ def test_expect_in_answer(expected: list[str], answer: str, missing: list[str]) 
 )
 def test_expect_not_in_answer(forbidden: list[str], answer: str, found: list[str]) -> None:
     checks = score_attempt(task(expect_not_in_answer=forbidden), answer, 1, [])
-    assert checks.forbidden_found == found
+    assert checks.forbidden == found
     assert checks.passed is (not found)
 
 
@@ -89,10 +89,21 @@ def test_max_steps_is_inclusive(steps: int, ok: bool) -> None:
     assert classify(checks, "finished") == ("passed" if ok else "over_budget")
 
 
-def test_absent_checks_are_none_and_pass() -> None:
-    checks = score_attempt(task(), "anything", 99, [])
-    assert (checks.regex_ok, checks.tool_ok, checks.within_steps) == (None, None, None)
+def test_absent_checks_hold_as_the_course_writes_them() -> None:
+    # The course harness: regex_ok = True if not pattern, and so on for each check.
+    checks = score_attempt(task(), "anything", 99, [], 10**9, 10.0**6)
+    assert (checks.regex_ok, checks.tool_ok, checks.within_steps) == (True, True, True)
+    assert (checks.within_tokens, checks.within_seconds) == (True, True)
     assert checks.passed
+    assert list(checks.model_dump())[:7] == [
+        "missing",
+        "forbidden",
+        "regex_ok",
+        "tool_ok",
+        "within_steps",
+        "tools_used",
+        "passed",
+    ]
 
 
 def test_token_and_time_budgets() -> None:

@@ -220,8 +220,8 @@ def test_describe(raw: dict[str, Any], name: str) -> None:
 
 def test_checks_passed_needs_every_state_check() -> None:
     base: dict[str, Any] = {
-        "missing": [], "forbidden_found": [], "regex_ok": None, "tool_ok": None,
-        "within_steps": None, "tools_used": [],
+        "missing": [], "forbidden": [], "regex_ok": True, "tool_ok": True,
+        "within_steps": True, "tools_used": [],
     }  # fmt: skip
     bad = [StateOutcome(name="file a exists", ok=False, detail="a is missing")]
     assert not Checks(passed=False, state=bad, **base).passed

@@ -280,7 +280,7 @@ def test_through_the_runner(tmp_path: Path, write_agent: Callable[..., Path]) ->
         trajectory_dir=tmp_path / "traj",
     )
     report = execute(prepare(config))
-    verdicts = {(row.task_id, row.attempt): row for row in report.rows}
+    verdicts = {(row.id, row.attempt): row for row in report.rows}
     for task in SUITE.suite.tasks:
         right, wrong = verdicts[(task.id, 1)], verdicts[(task.id, 2)]
         assert right.passed and right.failure_class == "passed", right.checks

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.records import AttemptResult
+from agent_eval.results import AttemptResult
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
 

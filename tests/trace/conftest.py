@@ -148,7 +148,7 @@ def receiver(otlp_server: list[Receiver]) -> Receiver:
 
 def _meta(scaffold: str, task_id: str, attempt: int, started: str) -> dict[str, Any]:
     return {"meta": {
-        "schema": 1, "scaffold": scaffold, "model": "local/chat", "router_model": "local/chat",
+        "schema": 2, "scaffold": scaffold, "model": "local/chat", "router_model": "local/chat",
         "task_id": task_id, "attempt": attempt, "task": "Which port does the gateway use?",
         "suite": "part26", "suite_version": "1.2.0", "suite_hash": "sha256:5e1f",
         "run_id": "a1b2c3d4e5f6", "started": started,
@@ -157,13 +157,13 @@ def _meta(scaffold: str, task_id: str, attempt: int, started: str) -> dict[str, 
 
 def _checks(missing: list[str]) -> dict[str, Any]:
     return {
-        "passed": not missing,
         "missing": missing,
-        "forbidden_found": [],
-        "regex_ok": None,
+        "forbidden": [],
+        "regex_ok": True,
         "tool_ok": True,
         "within_steps": True,
         "tools_used": ["search"],
+        "passed": not missing,
     }
 
 
@@ -241,19 +241,22 @@ def write_run(folder: Path, attempts: list[list[dict[str, Any]]], **run: Any) ->
         score = records[-1]
         rows.append(
             {
-                "task_id": meta["task_id"],
+                "id": meta["task_id"],
+                "category": "retrieval",
                 "attempt": meta["attempt"],
-                "passed": score["passed"],
-                "failure_class": score["failure_class"],
+                "answer": "",
+                "steps": score["steps"],
+                "tokens": score["tokens"],
+                "seconds": score["seconds"],
+                "stopped": score["stopped"],
+                "checks": score["checks"],
                 "trajectory_file": f"trajectories/{name}",
+                "failure_class": score["failure_class"],
             }
         )
-    document = {
-        "schema": 1,
-        "run": {"run_id": "a1b2c3d4e5f6", **run},
-        "per_task": [],
-        "results": rows,
-    }
+    head = {"run_id": "a1b2c3d4e5f6", "scaffold": "minimal", "model": "local/chat",
+            "task_set": "part26", "task_set_version": "1.2.0"}  # fmt: skip
+    document = {"schema": 2, "run": {**head, **run}, "per_task": [], "results": rows}
     path = folder / "results.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     return path

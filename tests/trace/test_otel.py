@@ -180,7 +180,7 @@ def test_replay_of_a_results_file_sends_every_attempt_with_headers(
     results = make_run(
         attempts,
         engine="llama.cpp",
-        api_key=secret,
+        options={"api_key": secret},
         base_url=f"http://user:{secret}@127.0.0.1:1/v1",
     )
     headers = {"Authorization": "Basic cGs6c2s="}

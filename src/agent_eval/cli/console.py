@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.records import AttemptResult
-from agent_eval.score.summary import describe_failure
+from agent_eval.results import AttemptResult
 
 
 def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
@@ -15,7 +14,7 @@ def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
 def attempt_line(row: AttemptResult) -> str:
     mark = "ok " if row.passed else "BAD"
     return (
-        f"  {mark} {row.task_id:<16} r{row.attempt}  {row.steps:>2} step(s)"
+        f"  {mark} {row.id:<16} r{row.attempt}  {row.steps:>2} step(s)"
         f"  {row.tokens:>7} tok  {row.seconds:6.1f}s"
     )
 
@@ -25,7 +24,7 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     answer = " ".join(row.answer.split())
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
-        lines.append(f"      {row.failure_class}: {describe_failure(row)}")
+        lines.append(f"      {row.failure_class}: {row.failure}")
     return lines
 
 

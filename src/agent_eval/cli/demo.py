@@ -25,8 +25,8 @@ from agent_eval.cli.console import attempt_line, header
 from agent_eval.errors import ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import INSTALL_ADVICE
 from agent_eval.models.local_server import wait_healthy
-from agent_eval.records import AttemptResult
 from agent_eval.report import compare_runs, load_results, render_compare, render_report
+from agent_eval.results import AttemptResult
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
 

@@ -92,6 +92,12 @@ def compare(
         allow_suite_change=allow_suite_change,
     )
     click.echo(render_compare(result, fmt), nl=False)
+    for path in result["unverified_suites"]:
+        click.echo(
+            f"Warning: {path} records no suite hash (the course harness writes none), so a "
+            "change to its tasks cannot be detected; it is paired by suite name and version",
+            err=True,
+        )
     if fail_if_worse and result["worse_beyond_noise"]:
         click.echo("B is worse than A beyond attempt noise (--fail-if-worse)", err=True)
         return EXIT_FAILED

@@ -202,7 +202,7 @@ def run(**flags: Any) -> int:
     if report.resumed:
         click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
     click.echo("")
-    for line in summary_block(report.document["run"]["summary"], config.prices.as_dict()):
+    for line in summary_block(report.summary.model_dump(), config.prices.as_dict()):
         click.echo(line)
     if config.out is not None:
         click.echo(f"results written to {config.out}", err=True)

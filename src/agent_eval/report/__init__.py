@@ -14,8 +14,8 @@ from agent_eval.errors import ConfigError
 from agent_eval.report.compare import compare_runs
 from agent_eval.report.compare_text import render_compare_text
 from agent_eval.report.history import read_history, render_history_text
-from agent_eval.report.results import RunResults, TaskOutcome, load_results
 from agent_eval.report.summary import summarise_run
+from agent_eval.results import RunResults, TaskOutcome, load_results
 
 REPORT_FORMATS = ("text", "markdown", "junit", "html", "json")
 """Formats of ``agent-eval report``."""

@@ -11,27 +11,42 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.report.results import RunResults, TaskOutcome
 from agent_eval.report.text import short_hash
+from agent_eval.results import RunResults, TaskOutcome
 from agent_eval.score import planning, stats
 from agent_eval.score.permutation import PermutationTest, permutation_test
 
 
 def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> bool:
-    """True when the suites differ and that was allowed; ConfigError when not allowed."""
-    hash_a, hash_b = a.run["suite_hash"], b.run["suite_hash"]
-    if hash_a == hash_b:
+    """True when the suites differ and that was allowed; ConfigError when not allowed.
+
+    A run that recorded no suite hash (the course harness records none) is taken to
+    match by suite name and version; ``unverified_suites`` names it for a warning.
+    """
+    hash_a, hash_b = a.run.suite_hash, b.run.suite_hash
+    if hash_a is None or hash_b is None:
+        key_a = (a.run.task_set, a.run.task_set_version)
+        same = key_a == (b.run.task_set, b.run.task_set_version)
+    else:
+        same = hash_a == hash_b
+    if same:
         return False
     if not allow_suite_change:
         raise ConfigError(
             f"compare {a.path} {b.path}: the runs used different suites "
-            f"({a.run['task_set']} {a.run['task_set_version']} hash {short_hash(hash_a)} "
-            f"against {b.run['task_set']} {b.run['task_set_version']} hash "
+            f"({a.run.task_set} {a.run.task_set_version} hash {short_hash(hash_a)} "
+            f"against {b.run.task_set} {b.run.task_set_version} hash "
             f"{short_hash(hash_b)}), so a "
             "difference could come from the tasks rather than the agents; re-run both on one "
             "suite, or pass --allow-suite-change to pair the task ids they share"
         )
     return True
+
+
+def unverified_suites(*runs: RunResults) -> list[str]:
+    """The files among ``runs`` that recorded no suite hash, so that nobody can tell
+    whether their tasks were the same."""
+    return [str(run.path) for run in runs if run.run.suite_hash is None]
 
 
 def _task_change(task_a: TaskOutcome, task_b: TaskOutcome) -> dict[str, Any]:
@@ -88,9 +103,10 @@ def compare_runs(
     d = paired.difference
     worse = d.mean is not None and d.mean < 0 and permutation.p_value <= alpha
     result: dict[str, Any] = {
-        "a": {"label": a.label, "run_id": a.run["run_id"], "path": str(a.path)},
-        "b": {"label": b.label, "run_id": b.run["run_id"], "path": str(b.path)},
+        "a": {"label": a.label, "run_id": a.run.run_id, "path": str(a.path)},
+        "b": {"label": b.label, "run_id": b.run.run_id, "path": str(b.path)},
         "suite_changed": suite_changed,
+        "unverified_suites": unverified_suites(a, b),
         "only_a": [t for t in tasks_a if t not in tasks_b],
         "only_b": [t for t in tasks_b if t not in tasks_a],
         "tasks": paired.n,

@@ -1,50 +1,46 @@
 """The labbook as a history of runs, with a loud flag on suites changed without a bump.
 
-A labbook holds one JSON line per run (the results file's ``run`` object). A damaged
-line is skipped and named, never fatal: one torn append must not hide a year of runs.
+A labbook holds one JSON line per run (the results file's ``run`` object), read by
+agent_eval.results; a damaged line is skipped and named there.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from agent_eval.errors import ResultsError
 from agent_eval.report.text import fmt, fmt_interval, render_tables, short_hash
+from agent_eval.results import RunHead, read_labbook
 from agent_eval.score import stats
 
-NEEDED = ("run_id", "scaffold", "model", "task_set", "task_set_version", "suite_hash")
-"""Keys a labbook line must carry to be listed."""
 
-
-def _entry(run: dict[str, Any]) -> dict[str, Any]:
-    raw = run.get("summary")
-    summary: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    attempts, passed = summary.get("runs"), summary.get("passed")
-    counted = isinstance(attempts, int) and isinstance(passed, int) and 0 <= passed <= attempts
+def _entry(run: RunHead) -> dict[str, Any]:
+    summary = run.summary
+    attempts = passed = None
+    if summary is not None and 0 <= summary.passed <= summary.runs:
+        attempts, passed = summary.runs, summary.passed
     return {
-        "date": run.get("date"),
-        "run_id": run["run_id"],
-        "scaffold": run["scaffold"],
-        "model": run["model"],
-        "quant": run.get("quant"),
-        "suite": run["task_set"],
-        "suite_version": run["task_set_version"],
-        "suite_hash": run["suite_hash"],
-        "repeats": run.get("repeats"),
-        "attempts": attempts if counted else None,
-        "passed": passed if counted else None,
-        "success_rate": passed / attempts if counted and attempts else None,
+        "date": run.started_at or run.date,
+        "run_id": run.run_id,
+        "scaffold": run.scaffold,
+        "model": run.model,
+        "quant": run.quant,
+        "suite": run.task_set,
+        "suite_version": run.task_set_version,
+        "suite_hash": run.suite_hash,
+        "repeats": run.repeats,
+        "attempts": attempts,
+        "passed": passed,
+        "success_rate": passed / attempts if attempts and passed is not None else None,
         "wilson95": (
-            list(stats.wilson_interval(passed, attempts))
-            if isinstance(attempts, int) and isinstance(passed, int) and counted
-            else None
+            None
+            if attempts is None or passed is None
+            else list(stats.wilson_interval(passed, attempts))
         ),
-        "total_tokens": summary.get("total_tokens"),
-        "mean_tokens": summary.get("mean_tokens"),
+        "total_tokens": summary.total_tokens if summary else None,
+        "mean_tokens": summary.mean_tokens if summary else None,
     }
 
 
@@ -62,41 +58,20 @@ def suite_changes(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_history(path: str | Path) -> dict[str, Any]:
-    """``{"runs": [...], "problems": [...], "suite_changes": [...]}``, runs oldest first."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        raise ResultsError(
-            f"labbook {path}: not found (runs append to it with 'agent-eval run --labbook FILE')"
-        ) from None
-    except OSError as exc:
-        raise ResultsError(f"labbook {path}: cannot be read ({exc})") from None
-    runs, problems = [], []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            run = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not valid JSON ({exc.msg}); skipped")
-            continue
-        missing = [
-            k for k in NEEDED if not isinstance(run, dict) or not isinstance(run.get(k), str)
-        ]
-        if missing:
-            problems.append(
-                f"line {number}: not a run record (missing {', '.join(missing)}); skipped"
-            )
-            continue
-        runs.append(_entry(run))
+    """``{"runs": [...], "problems": [...], "suite_changes": [...]}``, runs oldest first.
+
+    Lines of every shape are listed, the course harness's too; a run that recorded no
+    suite hash cannot show a suite change, and shows its hash as not recorded.
+    """
+    labbook = read_labbook(path)
+    runs = [_entry(run) for run in labbook.runs]
     # ISO-8601 dates sort as text; a run without a date keeps its place at the start.
     runs.sort(key=lambda r: r["date"] if isinstance(r["date"], str) else "")
     return {
-        "labbook": str(path),
+        "labbook": str(labbook.path),
         "runs": runs,
-        "problems": problems,
-        "suite_changes": suite_changes(runs),
+        "problems": list(labbook.problems),
+        "suite_changes": suite_changes([run for run in runs if run["suite_hash"] is not None]),
     }
 
 

@@ -12,8 +12,9 @@ from html import escape
 from typing import Any
 
 from agent_eval.report import plots
-from agent_eval.report.results import Attempt, RunResults, TaskOutcome
 from agent_eval.report.text import figure_rows, fmt, shown_k_note
+from agent_eval.results import Attempt, RunResults, TaskOutcome
+from agent_eval.results.summary import UNKNOWN_CLASS
 
 _NUMBER = re.compile(r"^-?[\d.]+(/\d+)?$")
 
@@ -85,8 +86,9 @@ def _attempt(results: RunResults, row: Attempt, trajectory_limit: int) -> str:
     """One attempt's heading, answer, checks, error and trajectory, all escaped."""
     checks = json.dumps(row.check_record().model_dump(), ensure_ascii=False)
     block = [
-        f"<h4>r{row.attempt}: {escape(row.failure_class)}, {row.steps} step(s), "
-        f"{row.tokens} tok, {row.seconds:.1f}s, stopped: {escape(row.stopped)}</h4>",
+        f"<h4>r{row.attempt}: {escape(row.failure_class or UNKNOWN_CLASS)}, "
+        f"{row.steps} step(s), {row.tokens} tok, {row.seconds:.1f}s, "
+        f"stopped: {escape(row.stopped or '-')}</h4>",
         f"<pre>{escape(row.answer)}</pre>",
         f"<p>checks: <code>{escape(checks)}</code></p>",
     ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from agent_eval.report.results import RunResults, TaskOutcome
+from agent_eval.results import RunResults, TaskOutcome
+from agent_eval.results.summary import UNKNOWN_CLASS
 
 
 def _checks_text(task: TaskOutcome) -> str:
@@ -15,7 +16,8 @@ def _checks_text(task: TaskOutcome) -> str:
         if row.passed:
             continue
         checks = row.check_record().model_dump()
-        shown = ", ".join(f"{k}={v!r}" for k, v in checks.items() if v not in (None, []))
+        # A check that holds says nothing here; what failed and what was used does.
+        shown = ", ".join(f"{k}={v!r}" for k, v in checks.items() if v not in (None, [], True))
         lines.append(f"{row.failure} [{row.failure_class}] checks: {shown}")
     return "\n".join(lines)
 
@@ -28,7 +30,7 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
     suite = ET.Element(
         "testsuite",
         {
-            "name": f"{results.run['task_set']} {results.run['task_set_version']}",
+            "name": f"{results.run.task_set} {results.run.task_set_version}",
             "tests": str(len(tasks)),
             "failures": str(len(failing)),
             "errors": "0",
@@ -36,8 +38,10 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
         },
     )
     properties = ET.SubElement(suite, "properties")
-    for key in ("scaffold", "model", "suite_hash", "run_id"):
-        ET.SubElement(properties, "property", {"name": key, "value": str(results.run[key])})
+    run = results.run
+    for key, value in (("scaffold", run.scaffold), ("model", run.model),
+                       ("suite_hash", run.suite_hash), ("run_id", run.run_id)):  # fmt: skip
+        ET.SubElement(properties, "property", {"name": key, "value": str(value)})
     ET.SubElement(properties, "property", {"name": "success_rate", "value": f"{s['success_rate']}"})
     for task in tasks:
         case = ET.SubElement(
@@ -57,7 +61,7 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
                 {
                     "message": f"{len(failed)} of {task.attempts} attempt(s) failed: "
                     + "; ".join(str(r.failure) for r in failed),
-                    "type": ",".join(sorted({r.failure_class for r in failed})),
+                    "type": ",".join(sorted({r.failure_class or UNKNOWN_CLASS for r in failed})),
                 },
             )
             failure.text = _checks_text(task)

@@ -8,9 +8,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from agent_eval.report.results import Attempt, RunResults, TaskOutcome
+from agent_eval.results import RunResults, TaskOutcome, tally
+from agent_eval.results.summary import UNKNOWN_CLASS
 from agent_eval.score import stats
-from agent_eval.score.summary import price
 
 RUN_KEYS = (
     "run_id",
@@ -55,7 +55,8 @@ def task_row(task: TaskOutcome) -> dict[str, Any]:
     n, c = task.attempts, task.passes
     classes: dict[str, int] = {}
     for row in task.rows:
-        classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
+        name = row.failure_class or UNKNOWN_CLASS
+        classes[name] = classes.get(name, 0) + 1
     failed = [row for row in task.rows if not row.passed]
     return {
         "task_id": task.task_id,
@@ -78,31 +79,35 @@ def task_row(task: TaskOutcome) -> dict[str, Any]:
 
 
 def summarise_run(results: RunResults) -> dict[str, Any]:
-    """``{"summary": {...}, "per_task": [...]}`` for one run; the report JSON contract."""
+    """``{"summary": {...}, "per_task": [...]}`` for one run; the report JSON contract.
+
+    The course's figures (counts, means, failure classes, cost) come from the one summary
+    of a results file (results.summary), unrounded; the statistics are added here.
+    """
     tasks = results.tasks
     rows = results.rows
+    counted = tally(rows, results.prices)
+    figures = counted.summary()
+    exact = figures.exact or {}
     counts = [(t.attempts, t.passes) for t in tasks]
-    attempts, passed = len(rows), sum(r.passed for r in rows)
+    attempts, passed = counted.runs, counted.passed
     task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1))
     at, hat = _pass_k(counts)
     split = stats.variance_split(counts)
-    classes: dict[str, int] = {}
-    for row in rows:
-        classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
-    infra = classes.get("infra_error", 0)
     roles: dict[str, int] = {}
     for row in rows:
         for role, tokens in (row.roles or {}).items():
             roles[role] = roles.get(role, 0) + tokens
+    run = results.run
     priced = any(v is not None for v in results.prices.values())
-    limits = results.run.get("limits")
+    cost = counted.cost()
     summary: dict[str, Any] = {
-        "run": {key: results.run.get(key) for key in RUN_KEYS},
-        "interrupted": bool(results.run.get("interrupted")),
+        "run": {key: getattr(run, key) for key in RUN_KEYS},
+        "interrupted": bool(run.interrupted),
         "tasks": len(tasks),
         "attempts": attempts,
         "passed": passed,
-        "success_rate": passed / attempts if attempts else None,
+        "success_rate": exact.get("success_rate"),
         "wilson95": list(stats.wilson_interval(passed, attempts)),
         "task_mean": task_est.mean,
         "task_se": task_est.se,
@@ -115,21 +120,21 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "between_task_var": split.between if split else None,
         "unstable_tasks": [t.task_id for t in tasks if 0 < t.passes < t.attempts],
         "changed_files": [
-            {"task_id": r.task_id, "attempt": r.attempt, "files": list(r.changed_files)}
+            {"task_id": r.id, "attempt": r.attempt, "files": list(r.changed_files)}
             for r in rows
             if r.changed_files
         ],
         "categories": _categories(tasks),
-        "failure_classes": dict(sorted(classes.items())),
+        "failure_classes": figures.failure_classes,
         "usable_success": _rate(passed, attempts),
-        "model_success": _rate(passed, attempts - infra),
-        "infra_retries": limits.get("max_infra_retries") if isinstance(limits, dict) else None,
-        "mean_steps": statistics.fmean(r.steps for r in rows) if rows else None,
-        "mean_seconds": statistics.fmean(r.seconds for r in rows) if rows else None,
-        "total_tokens": sum(r.tokens for r in rows),
-        "mean_tokens": statistics.fmean(r.tokens for r in rows) if rows else None,
+        "model_success": _rate(passed, attempts - counted.infra),
+        "infra_retries": run.limits.max_infra_retries if run.limits else None,
+        "mean_steps": exact.get("mean_steps"),
+        "mean_seconds": exact.get("mean_seconds"),
+        "total_tokens": counted.tokens,
+        "mean_tokens": exact.get("mean_tokens"),
         "tokens_by_role": dict(sorted(roles.items())) or None,
-        "cost": ({**_cost(rows, results.prices), "prices": results.prices} if priced else None),
+        "cost": ({**cost, "prices": results.prices} if priced else None),
     }
     return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
 
@@ -154,14 +159,3 @@ def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
             "task_ci95": _interval(est),
         }
     return view
-
-
-def _cost(rows: Sequence[Attempt], prices: dict[str, float | None]) -> dict[str, Any]:
-    """The run's cost at the recorded prices, from token sums (score.summary.price)."""
-    split = [
-        row for row in rows if row.prompt_tokens is not None and row.completion_tokens is not None
-    ]
-    return price(len(rows), sum(row.tokens for row in rows),
-                 sum(row.prompt_tokens or 0 for row in split),
-                 sum(row.completion_tokens or 0 for row in split),
-                 len(rows) - len(split), prices)  # fmt: skip

@@ -22,6 +22,8 @@ def fmt_interval(pair: list[float] | None, digits: int = 3) -> str:
 
 def short_hash(value: object) -> str:
     """The first 12 hex digits of a content hash, without an algorithm prefix."""
+    if value is None:
+        return "not recorded"
     return str(value).rsplit(":", 1)[-1][:12]
 
 

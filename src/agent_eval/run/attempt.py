@@ -9,7 +9,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from agent_eval.records import AgentReply, AttemptResult, Checks, FailureClass, Task
+from agent_eval.records import AgentReply, Checks, FailureClass, Task
+from agent_eval.results import AttemptResult
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import fresh_workspace
@@ -124,11 +125,9 @@ def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> 
     score = _score_line(checks, failure, reply, seconds, error)
     text = trajectory_text(meta, reply.trajectory, score)
     row = AttemptResult(
-        task_id=task.id,
+        id=task.id,
         category=task.category,
         attempt=attempt,
-        passed=checks.passed,
-        failure_class=failure,
         answer=reply.answer,
         steps=reply.steps,
         tokens=reply.tokens,
@@ -136,10 +135,11 @@ def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> 
         completion_tokens=reply.completion_tokens,
         seconds=round(seconds, 3),
         stopped=reply.stopped,
-        error=error,
         checks=checks,
-        roles=reply.roles,
         trajectory_file=str(plan.trajectory_ref / name),
+        failure_class=failure,
+        error=error,
+        roles=reply.roles,
         changed_files=touched,
     )
     return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "")

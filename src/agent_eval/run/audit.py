@@ -69,7 +69,7 @@ def audit(suite: str, workspace: Path | None = None) -> Audit:
             )
             prepared = prepare(config)
             rows = execute(prepared).rows
-            passed[baseline.SCAFFOLD_NAME] = [row.task_id for row in rows if row.passed]
+            passed[baseline.SCAFFOLD_NAME] = [row.id for row in rows if row.passed]
     loaded = prepared.loaded
     return Audit(
         loaded.suite.name,

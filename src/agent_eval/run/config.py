@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_eval.errors import ConfigError
-from agent_eval.run.journal import journal_path_for
+from agent_eval.results import journal_path_for
 
 DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 """The course gateway's address, where `agent-eval serve-model` also listens."""

@@ -1,106 +1,13 @@
-"""Everything a run writes: results atomically, labbook lines concurrent runs cannot tear,
-files on a writer thread, and outputs in task order whatever the completion order."""
+"""How a run hands on what it produced: files on a writer thread, and outputs in task
+order whatever the completion order (the files themselves: agent_eval.results)."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import os
 import queue
-import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, BinaryIO
-
-
-@contextmanager
-def atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """Write to a temporary file in the same folder, flush, then rename over ``path``.
-
-    A crash leaves either the old file or the new one, never half of one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(
-    path: Path, document: dict[str, Any], redact: Callable[[str], str] | None = None
-) -> None:
-    """Write a JSON document atomically, redacted when ``redact`` is given."""
-    text = json.dumps(document, indent=2, ensure_ascii=False)
-    with atomic_file(path) as handle:
-        handle.write((redact(text) if redact else text).encode("utf-8") + b"\n")
-
-
-def write_results(
-    path: Path, head: dict[str, Any], rows: Iterable[bytes], redact: Callable[[str], str]
-) -> int:
-    """Write a results file piece by piece, atomically; return the number of rows.
-
-    The layout is json.dumps(indent=2)'s, but no piece is bigger than one per-task entry
-    or one row: ``rows`` are JSON already redacted (the journal's lines), and the head is
-    encoded entry by entry, so a run of any length is written in constant memory.
-    """
-    count = 0
-    with atomic_file(path) as handle:
-        separator = "{\n  "
-        for key, value in head.items():
-            handle.write(f"{separator}{json.dumps(key)}: ".encode())
-            for piece in _pieces(value, depth=1):
-                handle.write(redact(piece).encode("utf-8"))
-            separator = ",\n  "
-        handle.write(f'{separator}"results": ['.encode())
-        for row in rows:
-            handle.write(b",\n    " if count else b"\n    ")
-            handle.write(row)
-            count += 1
-        handle.write(b"\n  ]\n}\n" if count else b"]\n}\n")
-    return count
-
-
-def _pieces(value: Any, depth: int) -> Iterator[str]:
-    """``value`` as json.dumps(indent=2) writes it ``depth`` levels deep, a list item by
-    item. Shifting a nested dump's lines is exact: JSON text has no raw newline inside
-    a string."""
-    if isinstance(value, list) and value:
-        inner = "\n" + "  " * (depth + 1)
-        yield "["
-        for n, item in enumerate(value):
-            text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", inner)
-            yield ("," if n else "") + inner + text
-        yield "\n" + "  " * depth + "]"
-    else:
-        yield json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
-
-
-def append_labbook(
-    path: Path, run: dict[str, Any], redact: Callable[[str], str] | None = None
-) -> None:
-    """Append one JSON line under an exclusive lock, in a single write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(run, ensure_ascii=False, separators=(",", ":"))
-    if redact is not None:
-        line = redact(line)
-    with path.open("a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+from collections.abc import Callable
+from typing import Any
 
 
 class BackgroundWriter:

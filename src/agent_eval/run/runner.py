@@ -1,7 +1,7 @@
 """Run every selected task of a suite, with repeats, side by side, and lose nothing.
 
 Attempts run in worker processes (run/worker.py), each finished attempt is journaled
-the moment it ends (run/journal.py), and outputs come out in task order whatever the
+the moment it ends (results/journal.py), and outputs come out in task order whatever the
 completion order. Ctrl-C stops taking new attempts and lets running ones finish; a
 second Ctrl-C kills them. Either way the journal and partial results are written.
 """
@@ -9,7 +9,6 @@ second Ctrl-C kills them. Either way the journal and partial results are written
 from __future__ import annotations
 
 import difflib
-import json
 import platform
 import random
 import signal
@@ -28,22 +27,32 @@ from typing import Any
 from agent_eval import __version__
 from agent_eval.agents.entry import Agent, load_agent
 from agent_eval.errors import ConfigError, ResultsError
-from agent_eval.records import RESULTS_SCHEMA, AttemptResult, Task
-from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
-from agent_eval.run.config import RunConfig
-from agent_eval.run.journal import (
+from agent_eval.records import RESULTS_SCHEMA, Task
+from agent_eval.results import (
     JOURNAL_SUFFIX,
+    AttemptResult,
     Journal,
+    Limits,
     Order,
+    ResultsHead,
+    RunHead,
+    Summary,
+    Tally,
+    TaskSummary,
+    append_labbook,
+    iter_rows,
     journal_path_for,
     read_header,
+    row_json,
+    write_results,
 )
-from agent_eval.run.outputs import BackgroundWriter, InOrder, append_labbook, write_results
+from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
+from agent_eval.run.config import RunConfig
+from agent_eval.run.outputs import BackgroundWriter, InOrder
 from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import workspace_source
-from agent_eval.score.summary import Tally
 from agent_eval.suite import LoadedSuite, load_suite
 
 OnAttempt = Callable[[AttemptResult], None]
@@ -79,7 +88,9 @@ class RunReport:
     """What a run produced: the results file's head (run and per_task), and where its
     rows are: the results file, or the journal when the run wrote no --out."""
 
-    document: dict[str, Any]
+    head: ResultsHead
+    summary: Summary
+    """The run's summary, as ``head.run.summary`` holds it."""
     rows_in: Path
     interrupted: bool = False
     resumed: int = 0
@@ -89,19 +100,17 @@ class RunReport:
     def rows(self) -> list[AttemptResult]:
         """Every row, read back from disk (the run itself never held them all)."""
         if self.rows_in.name.endswith(JOURNAL_SUFFIX):
-            task_ids = tuple(task["task_id"] for task in self.document["per_task"])
-            reader = Journal(self.rows_in, {}, Order(task_ids, self.document["run"]["repeats"]))
+            task_ids = tuple(task.id for task in self.head.per_task)
+            reader = Journal(self.rows_in, {}, Order(task_ids, self.head.run.repeats or 1))
             try:
                 return list(reader.rows())
             finally:
                 reader.close()
-        rows = json.loads(self.rows_in.read_text(encoding="utf-8"))["results"]
-        return [AttemptResult.model_validate(row) for row in rows]
+        return list(iter_rows(self.rows_in))
 
     @property
     def all_passed(self) -> bool:
-        summary = self.document["run"]["summary"]
-        return bool(summary["runs"]) and summary["passed"] == summary["runs"]
+        return bool(self.summary.runs) and self.summary.passed == self.summary.runs
 
 
 def prepare(config: RunConfig) -> PreparedRun:
@@ -174,7 +183,7 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     order = prepared.order
     journal = Journal(prepared.journal_path, _journal_header(prepared), order)
     # A journaled attempt counts as finished unless its endpoint failed: those run again.
-    finished = {order.position((row.task_id, row.attempt))
+    finished = {order.position((row.id, row.attempt))
                 for row in journal.rows() if row.failure_class != "infra_error"}  # fmt: skip
     # Positions in the order, 8 bytes each: a long run's plan costs next to nothing.
     pending = array("q", (p for p in range(len(order)) if p not in finished))
@@ -193,7 +202,7 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
         """Trajectory file, then journal line, then the caller: each step can rely on
         the one before (a journaled row's file exists; on_attempt sees a kept row)."""
         scored.save(config.trajectory_dir)
-        journal.append(scored.row, redact(scored.row.model_dump_json()))
+        journal.append(scored.row, redact(row_json(scored.row)))
         in_order.put(index, scored.row)
 
     in_order = InOrder(on_attempt)
@@ -218,8 +227,10 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
             tally = Tally(config.prices.as_dict())
             for row in journal.rows():
                 tally.add(row)
-            head = results_head(prepared, tally, time.perf_counter() - clock, interrupted)
-            head["run"]["warnings"] = dispatch.warnings
+            wall = time.perf_counter() - clock
+            summary = tally.summary()
+            head = results_head(prepared, summary, tally.per_task(), wall, interrupted,
+                                dispatch.warnings)  # fmt: skip
             rows_in, written = prepared.journal_path, 0
             if config.out is not None:
                 written = write_results(config.out, head, journal.lines(), redact)
@@ -229,8 +240,8 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
         if config.out is not None and not interrupted and written == prepared.attempts:
             prepared.journal_path.unlink(missing_ok=True)
         if config.labbook is not None and not interrupted:
-            append_labbook(config.labbook, head["run"], redact)
-    return RunReport(head, rows_in, interrupted, resumed)
+            append_labbook(config.labbook, head.run, redact)
+    return RunReport(head, summary, rows_in, interrupted, resumed)
 
 
 def _with_retries(
@@ -309,43 +320,55 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
 
 
 def results_head(
-    prepared: PreparedRun, tally: Tally, wall: float, interrupted: bool
-) -> dict[str, Any]:
-    """The results file without its rows: `schema`, `run` (with the summary), `per_task`."""
+    prepared: PreparedRun,
+    summary: Summary,
+    per_task: list[TaskSummary],
+    wall: float,
+    interrupted: bool,
+    warnings: list[str],
+) -> ResultsHead:
+    """The results file without its rows: `schema`, `run` (with the summary), `per_task`.
+
+    Every key of the course harness's ``run`` is given, even when empty, so that the file
+    keeps its shape; ``date`` is the day, as the course writes it, and ``started_at`` the
+    full timestamp.
+    """
     config, loaded = prepared.config, prepared.loaded
-    run = {
-        "lab": config.lab,
-        "run_id": prepared.run_id,
-        "scaffold": prepared.agent.scaffold,
-        "agent_entry_point": config.agent,
-        "task_set": loaded.suite.name,
-        "task_set_version": loaded.suite.version,
-        "suite_hash": loaded.hash,
-        "model": config.model,
-        "router_model": config.router_model,
-        "quant": config.quant,
-        "engine": config.engine,
-        "engine_version": config.engine_version,
-        "base_url": config.base_url,
-        "repeats": config.repeats,
-        "host": platform.node(),
-        "date": prepared.started.isoformat(),
-        "wall_seconds": round(wall, 3),
-        "notes": config.notes,
-        "harness_version": __version__,
-        "concurrency": config.concurrency,
-        "limits": {
-            "timeout_per_task": config.timeout_per_task,
-            "max_memory_mb": config.max_memory_mb,
-            "max_infra_retries": config.max_infra_retries,
-        },
-        "seed": config.seed,
-        "prices": config.prices.as_dict(),
-        "options": public_options(config.options),
-        "interrupted": interrupted,
-        "summary": tally.summary(),
-    }
-    return {"schema": RESULTS_SCHEMA, "run": run, "per_task": tally.per_task()}
+    run = RunHead(
+        lab=config.lab,
+        run_id=prepared.run_id,
+        scaffold=prepared.agent.scaffold,
+        agent_entry_point=config.agent,
+        task_set=loaded.suite.name,
+        task_set_version=loaded.suite.version,
+        model=config.model,
+        router_model=config.router_model,
+        quant=config.quant,
+        engine=config.engine,
+        engine_version=config.engine_version,
+        base_url=config.base_url,
+        repeats=config.repeats,
+        host=platform.node(),
+        date=prepared.started.date().isoformat(),
+        wall_seconds=round(wall, 3),
+        notes=config.notes,
+        summary=summary,
+        started_at=prepared.started.isoformat(),
+        suite_hash=loaded.hash,
+        harness_version=__version__,
+        concurrency=config.concurrency,
+        limits=Limits(
+            timeout_per_task=config.timeout_per_task,
+            max_memory_mb=config.max_memory_mb,
+            max_infra_retries=config.max_infra_retries,
+        ),
+        seed=config.seed,
+        prices=config.prices.as_dict(),
+        options=public_options(config.options),
+        interrupted=interrupted,
+        warnings=warnings,
+    )
+    return ResultsHead(schema=RESULTS_SCHEMA, run=run, per_task=per_task)
 
 
 def _base_options(prepared: PreparedRun) -> dict[str, Any]:

@@ -44,32 +44,34 @@ def score_attempt(
     lowered = answer.lower()
     missing = [s for s in task.expect_in_answer if s.lower() not in lowered]
     forbidden = [s for s in task.expect_not_in_answer if s.lower() in lowered]
+    # The course's convention: a check the task does not ask for holds.
     regex_ok = (
-        None
-        if task.expect_regex is None
-        else re.search(task.expect_regex, answer, re.IGNORECASE) is not None
+        task.expect_regex is None or re.search(task.expect_regex, answer, re.IGNORECASE) is not None
     )
-    tool_ok = None if task.expect_tool is None else task.expect_tool in used
-    within_steps = None if task.max_steps is None else steps <= task.max_steps
-    within_tokens = None if task.max_tokens is None else tokens <= task.max_tokens
-    within_seconds = None if task.max_seconds is None else seconds <= task.max_seconds
-    optional = (regex_ok, tool_ok, within_steps, within_tokens, within_seconds)
+    tool_ok = task.expect_tool is None or task.expect_tool in used
+    within_steps = task.max_steps is None or steps <= task.max_steps
+    within_tokens = task.max_tokens is None or tokens <= task.max_tokens
+    within_seconds = task.max_seconds is None or seconds <= task.max_seconds
     passed = (
         not missing
         and not forbidden
-        and all(ok is not False for ok in optional)
+        and regex_ok
+        and tool_ok
+        and within_steps
+        and within_tokens
+        and within_seconds
         and all(outcome.ok for outcome in state)
     )
     return Checks(
-        passed=passed,
         missing=missing,
-        forbidden_found=forbidden,
+        forbidden=forbidden,
         regex_ok=regex_ok,
         tool_ok=tool_ok,
         within_steps=within_steps,
+        tools_used=used,
+        passed=passed,
         within_tokens=within_tokens,
         within_seconds=within_seconds,
-        tools_used=used,
         state=list(state),
     )
 
@@ -85,7 +87,7 @@ def classify(checks: Checks, stopped: str) -> FailureClass:
         return "passed"
     if stopped == "model_error":
         return "infra_error"
-    over = (checks.within_steps, checks.within_tokens, checks.within_seconds)
-    if stopped in BUDGET_STOPS or False in over:
+    within = checks.within_steps and checks.within_tokens and checks.within_seconds
+    if stopped in BUDGET_STOPS or not within:
         return "over_budget"
     return "wrong_answer"

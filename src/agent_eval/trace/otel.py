@@ -10,7 +10,6 @@ attempts are not even tried, and ``agent-eval export-otel`` can send them all la
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from agent_eval import __version__
 from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
+from agent_eval.results import iter_rows, read_head
 from agent_eval.trace.spans import plan_attempt
 from agent_eval.trace.trajectory import read_trajectory
 
@@ -95,21 +95,20 @@ class OtlpExporter:
 
     def export_results(self, results_path: Path) -> ExportSummary:
         """Replay every attempt of a results file from its trajectory files."""
-        document = _read_results(results_path)
-        rows = document["results"]
-        run = document.get("run") if isinstance(document.get("run"), Mapping) else None
-        sent, failed = self.sent, self.failed
+        run = read_head(results_path).run.model_dump(mode="json")
+        sent, failed, attempts = self.sent, self.failed, 0
         problems: list[str] = []
-        for row in rows:
-            label = f"{row.get('task_id', '?')} r{row.get('attempt', '?')}"
-            name = row.get("trajectory_file")
-            path = results_path.parent / str(name) if name else None
+        for row in iter_rows(results_path):
+            attempts += 1
+            label = f"{row.id} r{row.attempt}"
+            name = row.trajectory_file
+            path = results_path.parent / name if name else None
             if path is None or not path.is_file():
                 problems.append(f"{label}: trajectory file {name or '(none)'} not found")
             elif self._export(path, run) == "unreadable":
                 problems.append(f"{label}: trajectory file {name} cannot be read")
         return ExportSummary(
-            attempts=len(rows),
+            attempts=attempts,
             sent=self.sent - sent,
             failed=self.failed - failed,
             problems=tuple(problems),
@@ -205,18 +204,6 @@ def parse_env_headers(value: str) -> dict[str, str]:
     items = [item for item in value.split(",") if item.strip()]
     pairs = parse_header_items(items, "OTEL_EXPORTER_OTLP_HEADERS")
     return {key: unquote(text) for key, text in pairs.items()}
-
-
-def _read_results(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultsError(f"results {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"results {path}: cannot read it as JSON ({exc})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
-        raise ResultsError(f"results {path}: no 'results' list; is this an --out file of a run?")
-    return document
 
 
 def _shown(url: str) -> str:

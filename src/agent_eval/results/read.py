@@ -1,12 +1,10 @@
-"""Load a results file and regroup its attempt rows by task, for every report.
+"""Read a results file of any shape: schema 2, schema 1, or the course harness's.
 
-Reports are built from the file alone, so last year's results can be re-reported
-offline. Per-task figures are recomputed from the attempt rows: the stored per-task
-view is a convenience for people, not an input to statistics.
-
-Every row is validated as an AttemptResult, then kept as a compact ``Attempt``: a
-pydantic model costs several kilobytes per row, and a 100,000-row run (two of them for
-compare) must fit in a few hundred megabytes.
+``load_results`` loads a whole run for reports, every row validated and then kept as a
+compact ``Attempt``: a pydantic model costs several kilobytes per row, and a 100,000-row
+run (two of them for compare) must fit in a few hundred megabytes. ``read_head`` and
+``iter_rows`` read the head and the full row records one at a time, for tools that
+rewrite or replay a run.
 """
 
 from __future__ import annotations
@@ -25,39 +23,26 @@ from pydantic import AfterValidator, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from agent_eval.errors import ResultsError
-from agent_eval.records import RESULTS_SCHEMA, AttemptResult, Checks
-from agent_eval.score.summary import describe_failure
-
-REQUIRED_RUN_KEYS: dict[str, type | tuple[type, ...]] = {
-    "run_id": str,
-    "scaffold": str,
-    "model": str,
-    "task_set": str,
-    "task_set_version": str,
-    "suite_hash": str,
-    "repeats": int,
-}
-"""Keys of the ``run`` object that reports rely on, with their types."""
+from agent_eval.records import RESULTS_SCHEMA, Checks
+from agent_eval.results.legacy import KNOWN_SCHEMAS, upgrade_row, upgrade_run, upgrade_task
+from agent_eval.results.records import AttemptResult, ResultsHead, RunHead
 
 CHECK_FIELDS = tuple(Checks.model_fields)
 """Checks' fields, in the order ``Attempt.checks`` holds their values."""
 
 
 class Attempt(NamedTuple):
-    """One validated attempt row, compact: AttemptResult's fields under the same names."""
+    """One validated attempt row, compact: AttemptResult's fields under the same names,
+    then its ``passed`` and ``failure``."""
 
-    task_id: str
+    id: str
     """The task's id."""
     category: str
     """The task's category."""
     attempt: int
     """1-based attempt number within the task."""
-    passed: bool
-    """The verdict."""
-    failure_class: str
-    """passed, wrong_answer, over_budget, agent_error or infra_error."""
     answer: str
-    """The final answer, possibly truncated for size."""
+    """The final answer."""
     steps: int
     """Steps reported by the agent."""
     tokens: int
@@ -68,24 +53,28 @@ class Attempt(NamedTuple):
     """Output tokens, when known."""
     seconds: float
     """Wall time of the attempt measured by the harness."""
-    stopped: str
+    stopped: str | None
     """Why the attempt stopped."""
-    error: str | None
-    """What went wrong, for agent_error, over_budget and infra_error."""
     checks: tuple[Any, ...]
     """The validated Checks' values in CHECK_FIELDS order, lists as tuples;
     ``check_record`` rebuilds the Checks."""
+    trajectory_file: str | None
+    """The attempt's trajectory, relative to the results file's folder when possible."""
+    failure_class: str | None
+    """passed, wrong_answer, over_budget, agent_error or infra_error; None when unknown."""
+    error: str | None
+    """What went wrong, for agent_error, over_budget and infra_error."""
     roles: dict[str, int] | None
     """Tokens per role, when the agent reports them."""
     infra_retries: int
     """How many earlier tries of this attempt ended in infra_error and were retried."""
     changed_files: tuple[str, ...] | None
     """Workspace files the attempt touched."""
-    trajectory_file: str | None
-    """The attempt's trajectory, relative to the results file's folder when possible."""
+    passed: bool
+    """The verdict."""
     failure: str | None
-    """describe_failure of the row when it failed, None when it passed; taken while the
-    full record is at hand, so reports never rebuild it."""
+    """Why it failed, None when it passed; taken while the full record is at hand, so
+    reports never rebuild it."""
 
     def check_record(self) -> Checks:
         """The attempt's Checks, rebuilt without validating again (it was validated)."""
@@ -94,11 +83,12 @@ class Attempt(NamedTuple):
         return Checks.model_construct(**fields)
 
 
-if Attempt._fields[:-1] != tuple(AttemptResult.model_fields):
+if Attempt._fields[:-2] != tuple(AttemptResult.model_fields):
     # compact() copies AttemptResult's fields by position, and a field left out here
     # would silently vanish from every report.
     raise RuntimeError(
-        "report.results.Attempt must list AttemptResult's fields, in order, then 'failure'"
+        "results.read.Attempt must list AttemptResult's fields, in order, "
+        "then 'passed' and 'failure'"
     )
 
 
@@ -137,7 +127,9 @@ def compact(row: AttemptResult) -> Attempt:
     values[_CHECKS_AT] = _share(tuple(checks))
     if row.changed_files is not None:
         values[_CHANGED_AT] = _share(tuple(row.changed_files))
-    values.append(None if row.passed else describe_failure(row))
+    passed = row.checks.passed
+    values.append(passed)
+    values.append(None if passed else row.failure)
     # Attempt._make without its length check, which the guard above makes redundant.
     return tuple.__new__(Attempt, values)
 
@@ -174,14 +166,16 @@ class TaskOutcome:
 
 @dataclass(frozen=True)
 class RunResults:
-    """One results file: the run's metadata, its attempt rows, and where it lives."""
+    """One results file: the run's head, its attempt rows, and where it lives."""
 
     path: Path
     """The file it was read from; trajectory paths are relative to its folder."""
-    run: dict[str, Any]
-    """The ``run`` object as written, including fields reports do not interpret."""
+    run: RunHead
+    """The ``run`` object, validated (older shapes brought to the current one)."""
     rows: tuple[Attempt, ...]
     """Every attempt, validated."""
+    schema: int | None = RESULTS_SCHEMA
+    """The shape the file was written in: 2, 1, or None for the course harness's."""
 
     @cached_property
     def tasks(self) -> tuple[TaskOutcome, ...]:
@@ -189,7 +183,7 @@ class RunResults:
         format reads them, some more than once)."""
         grouped: dict[str, list[Attempt]] = {}
         for row in self.rows:
-            grouped.setdefault(row.task_id, []).append(row)
+            grouped.setdefault(row.id, []).append(row)
         return tuple(
             TaskOutcome(task_id, rows[0].category, tuple(sorted(rows, key=_ATTEMPT)))
             for task_id, rows in grouped.items()
@@ -198,15 +192,12 @@ class RunResults:
     @property
     def prices(self) -> dict[str, float | None]:
         """The prices the user gave, or an empty mapping when none were."""
-        prices = self.run.get("prices")
-        return dict(prices) if isinstance(prices, dict) else {}
+        return dict(self.run.prices or {})
 
     @property
     def label(self) -> str:
         """A short name for the run: scaffold x model, with the quantisation if any."""
-        quant = self.run.get("quant")
-        base = f"{self.run['scaffold']} x {self.run['model']}"
-        return f"{base} ({quant})" if quant else base
+        return self.run.label
 
     def trajectory_text(self, row: Attempt | AttemptResult, limit: int = 20_000) -> str | None:
         """The attempt's trajectory file, cut to ``limit`` characters; None if unreadable."""
@@ -223,17 +214,17 @@ class RunResults:
 
 
 class _Document(TypedDict):
-    """The parts of a results file a report reads; the rest is skipped."""
+    """The parts of a schema-2 results file a report reads; per_task is skipped."""
 
     schema: Any
-    run: Any
+    run: RunHead
     results: list[Annotated[AttemptResult, AfterValidator(compact)]]
 
 
 _DOCUMENT = TypeAdapter(_Document)
 _ROWS = TypeAdapter(list[Annotated[AttemptResult, AfterValidator(compact)]])
 _OPEN, _NEXT, _CLOSE = b'\n  "results": [\n    ', b",\n    ", b"\n  ]\n}\n"
-"""How the runner lays out rows: the header indented, then one compact row per line."""
+"""How the writer lays out rows: the head indented, then one compact row per line."""
 _BATCH = 2_000_000
 """Bytes of rows parsed at once; pydantic holds a parse tree of about twice the
 text it reads."""
@@ -254,7 +245,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 def load_results(path: str | Path) -> RunResults:
-    """Read and validate a results file; raise ResultsError naming the file and the fix."""
+    """Read and validate a results file of any shape; ResultsError naming the file and
+    the fix when it cannot be read."""
     path = Path(path)
     with _gc_paused():
         try:
@@ -265,13 +257,78 @@ def load_results(path: str | Path) -> RunResults:
         try:
             loaded = None if data is None else _load_by_line(path, data) or _load_whole(path, data)
             del data  # a hundred megabytes for a large run: not to be held while reporting
-            return loaded or _load_checked(path)
+            if loaded is not None:
+                return loaded
+            schema, head, raw_rows = _read_checked(path)
+            rows = tuple(compact(row) for row in _validated_rows(path, raw_rows, schema))
+            return RunResults(path, head.run, rows, schema)
         finally:
             _shared.clear()
 
 
+def read_head(path: str | Path) -> ResultsHead:
+    """The head of a results file of any shape (schema, run, per-task view), validated;
+    a file in the writer's layout is read only up to its rows."""
+    path = Path(path)
+    head = _head_of_layout(path)
+    return head if head is not None else _read_checked(path)[1]
+
+
+def iter_rows(path: str | Path) -> Iterator[AttemptResult]:
+    """Every attempt row of a results file of any shape, one validated record at a time.
+
+    A file in the writer's layout is read a line at a time, so memory stays flat however
+    long the run; any other file is parsed whole first.
+    """
+    path = Path(path)
+    if _head_of_layout(path) is not None:
+        yield from _layout_rows(path)
+        return
+    schema, _, raw_rows = _read_checked(path)
+    yield from _validated_rows(path, raw_rows, schema)
+
+
+def _head_of_layout(path: Path) -> ResultsHead | None:
+    """The head of a schema-2 file in the writer's layout, or None for any other file."""
+    try:
+        with path.open("rb") as handle:
+            text = b"".join(_lines_until_rows(handle))
+    except OSError:
+        return None
+    if not text.endswith(b'"results": ['):
+        return None
+    try:
+        head = ResultsHead.model_validate_json(text + b"]}")
+    except ValidationError:
+        return None
+    return head if head.schema_version == RESULTS_SCHEMA else None
+
+
+def _lines_until_rows(handle: Any) -> Iterator[bytes]:
+    for line in handle:
+        yield line.rstrip(b"\n")
+        if line.startswith(b'  "results": ['):
+            return
+        yield b"\n"
+
+
+def _layout_rows(path: Path) -> Iterator[AttemptResult]:
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.startswith(b'  "results": ['):
+                break
+        for number, line in enumerate(handle):
+            text = line.strip().removesuffix(b",")
+            if text in (b"]", b"}", b"]}", b""):
+                continue
+            try:
+                yield AttemptResult.model_validate_json(text)
+            except ValidationError as exc:
+                raise _row_error(path, number, exc) from None
+
+
 def _load_by_line(path: Path, data: bytes) -> RunResults | None:
-    """A file in the runner's layout, its rows validated a batch at a time so that the
+    """A file in the writer's layout, its rows validated a batch at a time so that the
     parse never holds the whole file's tree; None when the layout differs or anything
     is invalid.
 
@@ -302,27 +359,22 @@ def _load_by_line(path: Path, data: bytes) -> RunResults | None:
 
 
 def _load_whole(path: Path, data: bytes) -> RunResults | None:
-    """A valid file parsed and validated in one pass inside pydantic; None on any problem,
-    so that ``_load_checked`` finds it and names it.
-    """
+    """A valid schema-2 file parsed and validated in one pass inside pydantic; None on
+    any problem or another shape, so that ``_read_checked`` reads it and names it."""
     try:
         document = _DOCUMENT.validate_json(data)
     except ValidationError:
         return None
-    run = document["run"]
-    if document["schema"] != RESULTS_SCHEMA or not isinstance(run, dict):
+    if document["schema"] != RESULTS_SCHEMA:
         return None
-    for key, kind in REQUIRED_RUN_KEYS.items():
-        value = run.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            return None
     # The validator hands back Attempts in place of the records it validated.
     rows: list[Attempt] = document["results"]  # type: ignore[assignment]
-    return RunResults(path, run, tuple(rows))
+    return RunResults(path, document["run"], tuple(rows))
 
 
-def _load_checked(path: Path) -> RunResults:
-    """Read a results file step by step, raising the first problem with its fix."""
+def _read_checked(path: Path) -> tuple[int | None, ResultsHead, list[Any]]:
+    """Read a results file step by step: its schema, its head in the current shape and
+    its raw rows, raising the first problem with its fix."""
     where = f"results file {path}"
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -337,36 +389,51 @@ def _load_checked(path: Path) -> RunResults:
             f"{where}: not valid JSON at line {exc.lineno} column {exc.colno} "
             "(the file is damaged or truncated; re-run or restore it)"
         ) from None
-    if not isinstance(document, dict):
+    if not isinstance(document, dict) or "run" not in document:
         raise ResultsError(f"{where}: expected a JSON object with 'run' and 'results'")
-    schema = document.get("schema")
-    if schema != RESULTS_SCHEMA:
-        raise ResultsError(
-            f"{where}: schema {schema!r} is not {RESULTS_SCHEMA} (write it with "
-            "a matching agent-eval, or upgrade agent-eval to read it)"
-        )
-    run = document.get("run")
-    if not isinstance(run, dict):
+    if not isinstance(document["run"], dict):
         raise ResultsError(f"{where}: 'run' must be an object")
-    for key, kind in REQUIRED_RUN_KEYS.items():
-        value = run.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise ResultsError(
-                f"{where}: run.{key} is missing or not a "
-                f"{getattr(kind, '__name__', kind)} (the file is not a results "
-                "file written by 'agent-eval run')"
-            )
+    schema = document.get("schema")
+    if schema not in KNOWN_SCHEMAS or isinstance(schema, bool):
+        raise ResultsError(
+            f"{where}: schema {schema!r} is newer than this agent-eval reads "
+            f"({', '.join(str(s) for s in KNOWN_SCHEMAS if s)} and the course harness's); "
+            "upgrade agent-eval to read it"
+        )
     raw_rows = document.get("results")
     if not isinstance(raw_rows, list):
         raise ResultsError(f"{where}: 'results' must be a list of attempt rows")
-    rows = []
+    raw_tasks = document.get("per_task") or []
+    raw_head = {
+        "schema": schema,
+        "run": upgrade_run(document["run"]),
+        "per_task": [upgrade_task(t, schema) for t in raw_tasks]
+        if isinstance(raw_tasks, list)
+        else raw_tasks,
+    }
+    try:
+        head = ResultsHead.model_validate(raw_head)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ResultsError(
+            f"{where}: {field}: {first['msg']} (the file is not a results file written by "
+            "'agent-eval run' or the course harness)"
+        ) from None
+    return schema, head, raw_rows
+
+
+def _validated_rows(path: Path, raw_rows: list[Any], schema: int | None) -> Iterator[AttemptResult]:
     for index, raw in enumerate(raw_rows):
         try:
-            rows.append(compact(AttemptResult.model_validate(raw)))
+            yield AttemptResult.model_validate(upgrade_row(raw, schema))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "(row)"
-            raise ResultsError(
-                f"{where}: results[{index}].{field}: {first['msg']} (fix or remove that row)"
-            ) from None
-    return RunResults(path, run, tuple(rows))
+            raise _row_error(path, index, exc) from None
+
+
+def _row_error(path: Path, index: int, exc: ValidationError) -> ResultsError:
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(row)"
+    return ResultsError(
+        f"results file {path}: results[{index}].{field}: {first['msg']} (fix or remove that row)"
+    )

@@ -2,7 +2,8 @@
 
 It is what makes a run resumable after Ctrl-C, a crash or a power cut: its first line
 identifies the run, each further line is one scored attempt, and a torn last line (the
-crash came mid-write) is ignored on reading.
+crash came mid-write) is ignored on reading. A journal of an older schema is brought to
+the current one when it is opened, so that a run interrupted before an upgrade resumes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_eval.errors import ResultsError
-from agent_eval.records import AttemptResult
+from agent_eval.records import RESULTS_SCHEMA
+from agent_eval.results.legacy import upgrade_row
+from agent_eval.results.records import AttemptResult
+from agent_eval.results.write import atomic_file, row_json
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 
@@ -76,8 +80,11 @@ class Journal:
         self._lock = threading.Lock()
         self._offsets = array("q", [-1]) * len(order)
         fresh = not path.exists() or path.stat().st_size == 0
+        if not fresh:
+            _upgrade(path)
         self._handle = path.open("a+b")
         if fresh:
+            header = {"schema": RESULTS_SCHEMA, **header}
             self._write_text(json.dumps({"journal": header}, ensure_ascii=False))
         else:
             end = self._scan()
@@ -87,7 +94,7 @@ class Journal:
         """Record one finished attempt; ``text`` is its redacted JSON."""
         with self._lock:
             offset = self._write_text(text)
-            self._remember((row.task_id, row.attempt), offset)
+            self._remember((row.id, row.attempt), offset)
 
     def __len__(self) -> int:
         """How many attempts of this run are journaled."""
@@ -145,7 +152,7 @@ class Journal:
                     row = AttemptResult.model_validate_json(line)
                 except ValidationError:
                     continue
-                self._remember((row.task_id, row.attempt), offset)
+                self._remember((row.id, row.attempt), offset)
 
 
 def read_header(path: Path) -> dict[str, Any]:
@@ -159,3 +166,24 @@ def read_header(path: Path) -> dict[str, Any]:
     if not isinstance(header, dict):
         raise ResultsError(f"journal {path}: malformed header")
     return header
+
+
+def _upgrade(path: Path) -> None:
+    """Rewrite a journal of an older schema in the current one, atomically; rows that do
+    not validate even so are dropped (their attempts run again)."""
+    header = read_header(path)
+    schema = header.get("schema", 1)
+    if schema == RESULTS_SCHEMA:
+        return
+    with path.open("rb") as old, atomic_file(path) as new:
+        old.readline()
+        header["schema"] = RESULTS_SCHEMA
+        new.write(json.dumps({"journal": header}, ensure_ascii=False).encode() + b"\n")
+        for line in old:
+            if not line.endswith(b"\n"):
+                break  # a torn last line
+            try:
+                row = AttemptResult.model_validate(upgrade_row(json.loads(line), schema))
+            except ValueError:  # not JSON, or not a row
+                continue
+            new.write(row_json(row).encode("utf-8") + b"\n")

@@ -1,0 +1,88 @@
+"""Older results shapes brought to the current one, so that old numbers carry over.
+
+Two shapes are read besides schema 2: agent-eval's schema 1 (rows keyed ``task_id``,
+``checks.forbidden_found``, null for a check the task does not ask for, ``date`` a full
+timestamp) and the course harness's own files and labbook lines (its keys, no
+``schema``, no ``suite_hash`` and no failure class). A figure such a file does not hold
+stays missing (None); only the failure class is derived, from the checks, where they
+tell it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_eval.records import RESULTS_SCHEMA
+from agent_eval.score.checks import BUDGET_STOPS
+
+COURSE = None
+"""The ``schema`` of a course-harness file: it writes none."""
+KNOWN_SCHEMAS = (1, RESULTS_SCHEMA, COURSE)
+"""Shapes this agent-eval reads."""
+
+_HOLD_WHEN_ABSENT = ("regex_ok", "tool_ok", "within_steps", "within_tokens", "within_seconds")
+
+
+def upgrade_row(raw: Any, schema: int | None) -> Any:
+    """An attempt row of ``schema`` in the current shape; anything not a row is returned
+    as it is, for validation to name."""
+    if schema == RESULTS_SCHEMA or not isinstance(raw, dict):
+        return raw
+    row = dict(raw)
+    checks = row.get("checks")
+    if isinstance(checks, dict):
+        checks = dict(checks)
+        if "forbidden_found" in checks:
+            checks["forbidden"] = checks.pop("forbidden_found")
+        for key in _HOLD_WHEN_ABSENT:
+            if key in checks and checks[key] is None:
+                checks[key] = True  # schema 1's "no such check", the course's True
+        row["checks"] = checks
+    if schema == 1:
+        if "task_id" in row:
+            row["id"] = row.pop("task_id")
+        row.pop("passed", None)  # checks.passed holds the verdict
+    elif "failure_class" not in row and isinstance(checks, dict):
+        row["failure_class"] = derive_failure_class(checks, row.get("stopped"))
+    return row
+
+
+def derive_failure_class(checks: dict[str, Any], stopped: Any) -> str | None:
+    """The failure class a course-harness row's checks and stop reason tell, or None.
+
+    An attempt whose failed checks do not say why (passed false, every check holding)
+    has no class: guessing one would put a number in the report the file never held.
+    """
+    if checks.get("passed") is True:
+        return "passed"
+    if stopped == "model_error":
+        return "infra_error"
+    if stopped == "agent_error":
+        return "agent_error"
+    limits = ("within_steps", "within_tokens", "within_seconds")
+    if stopped in BUDGET_STOPS or any(checks.get(key) is False for key in limits):
+        return "over_budget"
+    failed = checks.get("missing") or checks.get("forbidden")
+    if failed or checks.get("regex_ok") is False or checks.get("tool_ok") is False:
+        return "wrong_answer"
+    return None
+
+
+def upgrade_run(raw: Any) -> Any:
+    """A ``run`` object (results head or labbook line) of any shape in the current one:
+    schema 1 wrote the full timestamp under ``date``, where the course writes the day."""
+    if not isinstance(raw, dict):
+        return raw
+    date = raw.get("date")
+    if isinstance(date, str) and len(date) > 10 and "started_at" not in raw:
+        return {**raw, "started_at": date, "date": date[:10]}
+    return raw
+
+
+def upgrade_task(raw: Any, schema: int | None) -> Any:
+    """A per-task entry of ``schema`` in the current shape."""
+    if schema != 1 or not isinstance(raw, dict) or "task_id" not in raw:
+        return raw
+    task = dict(raw)
+    task["id"] = task.pop("task_id")
+    return task

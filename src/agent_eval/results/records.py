@@ -1,0 +1,266 @@
+"""The records of a results file: its head (the run and its summary), the per-task view,
+and one row per attempt.
+
+The course harness's keys come first, in its order and with its formats, so that a
+script written for its files reads ours; agent-eval's own keys follow them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.records import Checks, FailureClass
+
+
+class Record(BaseModel):
+    """Base of the results records: an unknown key is an error, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class AttemptResult(Record):
+    """One row of a results file: one attempt at one task, scored."""
+
+    id: str
+    """The task's id."""
+    category: str
+    """The task's category."""
+    attempt: int
+    """1-based attempt number within the task."""
+    answer: str
+    """The final answer."""
+    steps: int
+    """Steps reported by the agent."""
+    tokens: int
+    """Tokens reported by the agent."""
+    prompt_tokens: int | None = None
+    """Input tokens, when known."""
+    completion_tokens: int | None = None
+    """Output tokens, when known."""
+    seconds: float
+    """Wall time of the attempt measured by the harness."""
+    stopped: str | None
+    """Why the attempt stopped (agent stop reason, or the harness's reason on failure);
+    None when a course-harness file does not say."""
+    checks: Checks
+    """Every named check's outcome; ``checks.passed`` is the verdict."""
+    trajectory_file: str | None = None
+    """The attempt's trajectory, relative to the results file's folder when possible."""
+    failure_class: FailureClass | None
+    """passed, wrong_answer, over_budget, agent_error or infra_error; None only for a
+    course-harness row whose checks do not tell."""
+    error: str | None = None
+    """What went wrong, for agent_error, over_budget and infra_error."""
+    roles: dict[str, int] | None = None
+    """Tokens per role, when the agent reports them."""
+    infra_retries: int = 0
+    """How many earlier tries of this attempt ended in infra_error and were retried."""
+    changed_files: list[str] | None = None
+    """Workspace files the attempt touched, git-style ('A new.md', 'M runbook.md',
+    'D old.md'); recorded when the task checks state or the agent may write."""
+
+    @property
+    def passed(self) -> bool:
+        """The verdict: every check holds."""
+        return self.checks.passed
+
+    @property
+    def failure(self) -> str | None:
+        """Why the attempt failed, in a few words for people; None when it passed."""
+        return None if self.checks.passed else describe_failure(self)
+
+
+def describe_failure(row: AttemptResult) -> str:
+    """A short reason an attempt failed, for people reading the per-task view."""
+    if row.failure_class in ("agent_error", "infra_error") or row.error:
+        return f"r{row.attempt}: {row.failure_class}: {row.error or row.stopped}"
+    checks, reasons = row.checks, []
+    if checks.missing:
+        reasons.append("missing " + ", ".join(repr(s) for s in checks.missing))
+    if checks.forbidden:
+        reasons.append("forbidden " + ", ".join(repr(s) for s in checks.forbidden))
+    if not checks.regex_ok:
+        reasons.append("regex did not match")
+    if not checks.tool_ok:
+        reasons.append("expected tool not used")
+    if not checks.within_steps:
+        reasons.append(f"{row.steps} steps over the limit")
+    if not checks.within_tokens:
+        reasons.append(f"{row.tokens} tokens over the limit")
+    if not checks.within_seconds:
+        reasons.append("over the time limit")
+    failed_state = [outcome.name for outcome in checks.state if not outcome.ok]
+    if failed_state:
+        reasons.append("state check failed: " + "; ".join(failed_state))
+    return f"r{row.attempt}: " + ("; ".join(reasons) or f"stopped: {row.stopped}")
+
+
+class Summary(Record):
+    """The run's summary, rounded as the course harness rounds it, then agent-eval's
+    reliability and cost figures and the exact values."""
+
+    runs: int
+    """Attempts in the run."""
+    passed: int
+    """Attempts that passed."""
+    success_rate: float | None = None
+    """passed / runs, to 3 decimals; None with no attempts."""
+    mean_steps: float | None = None
+    """Mean steps per attempt, to 2 decimals."""
+    mean_tokens: float | None = None
+    """Mean tokens per attempt, to 1 decimal."""
+    mean_seconds: float | None = None
+    """Mean seconds per attempt, to 1 decimal."""
+    total_tokens: int | None = None
+    """Tokens of every attempt together."""
+    stdev_steps: float | None = None
+    """Population stdev of steps, to 2 decimals; only with more than one attempt."""
+    stdev_tokens: float | None = None
+    """Population stdev of tokens, to 1 decimal; only with more than one attempt."""
+    stdev_seconds: float | None = None
+    """Population stdev of seconds, when a course-harness file carries it."""
+    failure_classes: dict[str, int] | None = None
+    """Attempts per failure class."""
+    usable_success_rate: float | None = None
+    """passed / every attempt, to 3 decimals."""
+    model_success_rate: float | None = None
+    """passed / attempts whose endpoint worked (infra errors left out), to 3 decimals."""
+    model_runs: int | None = None
+    """Attempts that were not infra errors."""
+    infra_errors: int | None = None
+    """Attempts whose endpoint failed even after retries."""
+    retried_attempts: int | None = None
+    """Attempts that needed at least one infra retry."""
+    first_try_success_rate: float | None = None
+    """Success rate counting an attempt that needed a retry as failed, to 3 decimals."""
+    cost_total: float | None = None
+    """The run's cost at the user's price; None when no price was given."""
+    cost_per_task: float | None = None
+    """cost_total / runs."""
+    cost_unpriced_attempts: int | None = None
+    """Attempts left out of the cost: no prompt/completion split under split prices."""
+    exact: dict[str, float | None] | None = None
+    """The unrounded success rate, means and stdevs, for the statistics."""
+
+
+class TaskSummary(Record):
+    """One task's line of the per-task view."""
+
+    id: str
+    """The task's id."""
+    attempts: int
+    """Attempts at the task."""
+    successes: int
+    """Attempts that passed."""
+    success_rate: float | None = None
+    """successes / attempts, to 3 decimals."""
+    min_steps: int | None = None
+    """Fewest steps of an attempt."""
+    max_steps: int | None = None
+    """Most steps of an attempt."""
+    min_tokens: int | None = None
+    """Fewest tokens of an attempt."""
+    max_tokens: int | None = None
+    """Most tokens of an attempt."""
+    first_failure: str | dict[str, Any] | None = None
+    """Why the first failed attempt failed (text); a course-harness file may hold another
+    JSON object here."""
+    category: str | None = None
+    """The task's category."""
+    pass_hat_k: dict[str, float] | None = None
+    """pass^k for k = 1..attempts: the chance that k attempts drawn all pass."""
+
+
+class Limits(Record):
+    """The run's harness limits."""
+
+    timeout_per_task: float | None = None
+    """Seconds an attempt may take when its task sets no max_seconds."""
+    max_memory_mb: int | None = None
+    """Memory a worker may use before it is stopped."""
+    max_infra_retries: int | None = None
+    """How often an attempt whose endpoint failed is tried again."""
+
+
+class RunHead(Record):
+    """The ``run`` object of a results file, and one line of a labbook."""
+
+    lab: str | None = None
+    """The lab or machine label the user gave."""
+    run_id: str
+    """Unique id of the run."""
+    scaffold: str
+    """The agent's SCAFFOLD_NAME."""
+    agent_entry_point: str | None = None
+    """The --agent given."""
+    task_set: str
+    """The suite's name."""
+    task_set_version: str
+    """The suite's version."""
+    model: str
+    """The --model given."""
+    router_model: str | None = None
+    """The --router-model given."""
+    quant: str | None = None
+    """The quantisation label the user gave."""
+    engine: str | None = None
+    """The serving engine label the user gave."""
+    engine_version: str | None = None
+    """The serving engine's version the user gave."""
+    base_url: str | None = None
+    """The model endpoint."""
+    repeats: int | None = None
+    """Attempts per task."""
+    host: str | None = None
+    """The machine the harness ran on."""
+    date: str | None = None
+    """The day the run started, YYYY-MM-DD (UTC)."""
+    wall_seconds: float | None = None
+    """Wall time of the whole run."""
+    notes: str | None = None
+    """The user's notes."""
+    summary: Summary | None = None
+    """The run's summary."""
+    started_at: str | None = None
+    """When the run started, ISO 8601 with the time zone."""
+    suite_hash: str | None = None
+    """Hash of the suite's canonical task content; None when a course-harness file does
+    not record it."""
+    harness_version: str | None = None
+    """The agent-eval version that ran it."""
+    concurrency: int | None = None
+    """Attempts run side by side."""
+    limits: Limits | None = None
+    """The harness's limits."""
+    seed: int | None = None
+    """The --seed given."""
+    prices: dict[str, float | None] | None = None
+    """The prices the user gave, per million tokens."""
+    options: dict[str, Any] | None = None
+    """The --option values, secrets left out."""
+    interrupted: bool | None = None
+    """True when the run was stopped before every attempt ran."""
+    warnings: list[str] | None = None
+    """What the harness warned about while running."""
+    rescored_from: str | None = None
+    """The results file this one was rescored from."""
+
+    @property
+    def label(self) -> str:
+        """A short name for the run: scaffold x model, with the quantisation if any."""
+        base = f"{self.scaffold} x {self.model}"
+        return f"{base} ({self.quant})" if self.quant else base
+
+
+class ResultsHead(Record):
+    """A results file without its rows: the schema, the run and the per-task view."""
+
+    schema_version: int | None = Field(alias="schema")
+    """The file's shape: RESULTS_SCHEMA for files agent-eval writes, 1 for older ones,
+    None for the course harness's (it writes no schema)."""
+    run: RunHead
+    """The run and its summary."""
+    per_task: list[TaskSummary] = Field(default_factory=list)
+    """One entry per task, in task order."""

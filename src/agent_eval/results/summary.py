@@ -1,0 +1,197 @@
+"""The run summary and per-task view of a results file, computed from its rows.
+
+This is the one place they are computed: ``run`` writes them, ``rescore`` rewrites them,
+and every report reads its course figures from here. Rounding follows the course
+harness exactly (success rate to 3 decimals, steps to 2, tokens and seconds to 1;
+population stdevs only with more than one attempt); the exact figures are kept too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any, Protocol
+
+from agent_eval.results.records import Summary, TaskSummary
+
+UNKNOWN_CLASS = "unknown"
+"""Failure class counted for a course-harness row whose checks do not tell."""
+
+
+class Row(Protocol):
+    """What the summary reads of an attempt row (a full record or a report's compact)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def prompt_tokens(self) -> int | None: ...
+    @property
+    def completion_tokens(self) -> int | None: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def failure_class(self) -> str | None: ...
+    @property
+    def infra_retries(self) -> int: ...
+    @property
+    def failure(self) -> str | None: ...
+
+
+class Tally:
+    """The summary and per-task view, gathered one row at a time.
+
+    Memory stays flat however many attempts a run has: integer sums (exact, so the
+    stdevs match the course's to the last digit it prints) and one small record per task.
+    """
+
+    def __init__(self, prices: dict[str, float | None] | None = None) -> None:
+        self.prices = prices or {}
+        self.runs = self.passed = self.infra = self.retried = self.first_try = 0
+        self.steps = self.steps_sq = self.tokens = self.tokens_sq = 0
+        self.millis = 0  # rows keep seconds to 3 decimals, so milliseconds sum exactly
+        self.classes: Counter[str] = Counter()
+        self.prompt = self.completion = self.unsplit = 0
+        self.tasks: dict[str, dict[str, Any]] = {}
+
+    def add(self, row: Row) -> None:
+        self.runs += 1
+        self.passed += row.passed
+        self.steps += row.steps
+        self.steps_sq += row.steps * row.steps
+        self.tokens += row.tokens
+        self.tokens_sq += row.tokens * row.tokens
+        self.millis += round(row.seconds * 1000)
+        self.classes[row.failure_class or UNKNOWN_CLASS] += 1
+        self.infra += row.failure_class == "infra_error"
+        self.retried += row.infra_retries > 0
+        self.first_try += row.passed and row.infra_retries == 0
+        if row.prompt_tokens is None or row.completion_tokens is None:
+            self.unsplit += 1
+        else:
+            self.prompt += row.prompt_tokens
+            self.completion += row.completion_tokens
+        task = self.tasks.get(row.id)
+        if task is None:
+            task = self.tasks[row.id] = {
+                "id": row.id, "attempts": 0, "successes": 0,
+                "min_steps": row.steps, "max_steps": row.steps,
+                "min_tokens": row.tokens, "max_tokens": row.tokens,
+                "first_failure": None, "category": row.category,
+            }  # fmt: skip
+        task["attempts"] += 1
+        task["successes"] += row.passed
+        task["min_steps"] = min(task["min_steps"], row.steps)
+        task["max_steps"] = max(task["max_steps"], row.steps)
+        task["min_tokens"] = min(task["min_tokens"], row.tokens)
+        task["max_tokens"] = max(task["max_tokens"], row.tokens)
+        if not row.passed and task["first_failure"] is None:
+            task["first_failure"] = row.failure
+
+    def summary(self) -> Summary:
+        """runs, passed, success_rate, mean/stdev steps and tokens, mean_seconds, cost."""
+        runs = self.runs
+        exact: dict[str, float | None] = {
+            "success_rate": self.passed / runs if runs else None,
+            "mean_steps": self.steps / runs if runs else None,
+            "mean_tokens": self.tokens / runs if runs else None,
+            "mean_seconds": self.millis / runs / 1000 if runs else None,
+        }
+        figures: dict[str, Any] = {
+            "runs": runs,
+            "passed": self.passed,
+            "success_rate": _round(exact["success_rate"], 3),
+            "mean_steps": _round(exact["mean_steps"], 2),
+            "mean_tokens": _round(exact["mean_tokens"], 1),
+            "mean_seconds": _round(exact["mean_seconds"], 1),
+            "total_tokens": self.tokens,
+        }
+        if runs > 1:
+            stdev_steps = _pstdev(runs, self.steps, self.steps_sq)
+            stdev_tokens = _pstdev(runs, self.tokens, self.tokens_sq)
+            exact.update(stdev_steps=stdev_steps, stdev_tokens=stdev_tokens)
+            figures.update(stdev_steps=round(stdev_steps, 2), stdev_tokens=round(stdev_tokens, 1))
+        figures["failure_classes"] = dict(sorted(self.classes.items()))
+        figures.update(self._reliability())
+        figures.update(self.cost())
+        figures["exact"] = exact
+        return Summary(**figures)
+
+    def per_task(self) -> list[TaskSummary]:
+        """One entry per task in first-seen order: attempts, successes, extremes, pass^k."""
+        # Imported here: the statistics bring numpy, which only the per-task view needs.
+        from agent_eval.score.stats import pass_hat_k
+
+        view = []
+        for task in self.tasks.values():
+            n, c = task["attempts"], task["successes"]
+            hat = {str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)}
+            view.append(TaskSummary(**task, success_rate=round(c / n, 3), pass_hat_k=hat))
+        return view
+
+    def _reliability(self) -> dict[str, Any]:
+        """Usable and model success rates, and what retries changed.
+
+        The usable rate counts every attempt; the model rate leaves out attempts whose
+        endpoint failed even after retries, because those say nothing about the agent.
+        The first-try rate counts an attempt that needed a retry as failed, so a reader
+        can see how much the figure owes to retries.
+        """
+        runs, model_runs = self.runs, self.runs - self.infra
+        return {
+            "usable_success_rate": _round(self.passed / runs if runs else None, 3),
+            "model_success_rate": _round(self.passed / model_runs if model_runs else None, 3),
+            "model_runs": model_runs,
+            "infra_errors": self.infra,
+            "retried_attempts": self.retried,
+            "first_try_success_rate": _round(self.first_try / runs if runs else None, 3),
+        }
+
+    def cost(self) -> dict[str, Any]:
+        """Cost from the user's own price only; never an invented one.
+
+        With separate input and output prices, attempts that did not report prompt and
+        completion tokens are counted and left out rather than guessed. Token sums times
+        a price, computed exactly and rounded once.
+        """
+        prices, unsplit = self.prices, self.unsplit
+        flat = prices.get("per_million")
+        price_in, price_out = prices.get("input_per_million"), prices.get("output_per_million")
+        total: float | None = None
+        if flat is not None:
+            total, unsplit = self.tokens * flat / 1e6, 0
+        elif price_in is not None or price_out is not None:
+            exact = self.prompt * Fraction(price_in or 0.0)
+            exact += self.completion * Fraction(price_out or 0.0)
+            total = float(exact / 1_000_000)
+        else:
+            unsplit = 0
+        per_task = total / self.runs if total is not None and self.runs else None
+        return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
+
+
+def tally(rows: Iterable[Row], prices: dict[str, float | None] | None = None) -> Tally:
+    """A Tally of every row."""
+    counted = Tally(prices)
+    for row in rows:
+        counted.add(row)
+    return counted
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _pstdev(n: int, total: int, squares: int) -> float:
+    """Population stdev from exact integer sums: the variance is exact, one rounding."""
+    variance = Fraction(n * squares - total * total, n * n)
+    return math.sqrt(variance)

@@ -1,0 +1,117 @@
+"""Write results files atomically and piece by piece, and labbook lines that concurrent
+runs cannot tear."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from agent_eval.results.records import AttemptResult, ResultsHead, RunHead
+
+Redact = Callable[[str], str]
+"""Takes secrets out of text before it reaches a file."""
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """Write to a temporary file in the same folder, flush, then rename over ``path``.
+
+    A crash leaves either the old file or the new one, never half of one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def row_json(row: AttemptResult) -> str:
+    """One attempt row as the results file and the journal hold it: compact JSON, the
+    course harness's keys first."""
+    return row.model_dump_json()
+
+
+def head_document(head: ResultsHead) -> dict[str, Any]:
+    """The head as JSON-ready data: ``schema``, ``run``, ``per_task``; a figure that was
+    never computed (a stdev of one attempt) is left out, as the course leaves it out."""
+    return head.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def write_results(
+    path: Path,
+    head: ResultsHead,
+    rows: Iterable[bytes | AttemptResult],
+    redact: Redact = _unchanged,
+) -> int:
+    """Write a results file piece by piece, atomically; return the number of rows.
+
+    The layout is json.dumps(indent=2)'s, but no piece is bigger than one per-task entry
+    or one row: ``rows`` are records, or JSON already redacted (the journal's lines), and
+    the head is encoded entry by entry, so a run of any length is written in constant
+    memory.
+    """
+    count = 0
+    document = head_document(head)
+    with atomic_file(path) as handle:
+        separator = "{\n  "
+        for key, value in document.items():
+            handle.write(f"{separator}{json.dumps(key)}: ".encode())
+            for piece in _pieces(value, depth=1):
+                handle.write(redact(piece).encode("utf-8"))
+            separator = ",\n  "
+        handle.write(f'{separator}"results": ['.encode())
+        for row in rows:
+            handle.write(b",\n    " if count else b"\n    ")
+            if isinstance(row, AttemptResult):
+                handle.write(redact(row_json(row)).encode("utf-8"))
+            else:
+                handle.write(row)
+            count += 1
+        handle.write(b"\n  ]\n}\n" if count else b"]\n}\n")
+    return count
+
+
+def _pieces(value: Any, depth: int) -> Iterator[str]:
+    """``value`` as json.dumps(indent=2) writes it ``depth`` levels deep, a list item by
+    item. Shifting a nested dump's lines is exact: JSON text has no raw newline inside
+    a string."""
+    if isinstance(value, list) and value:
+        inner = "\n" + "  " * (depth + 1)
+        yield "["
+        for n, item in enumerate(value):
+            text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", inner)
+            yield ("," if n else "") + inner + text
+        yield "\n" + "  " * depth + "]"
+    else:
+        yield json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+
+
+def append_labbook(path: Path, run: RunHead, redact: Redact = _unchanged) -> None:
+    """Append the run as one JSON line under an exclusive lock, in a single write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = run.model_dump(mode="json", exclude_unset=True)
+    line = redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    with path.open("a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
