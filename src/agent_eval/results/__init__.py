@@ -4,14 +4,22 @@ reads or writes them.
 Every command goes through here: ``run`` writes (``write_results``, ``Journal``,
 ``append_labbook``), ``report``, ``compare`` and the viewer load (``load_results``),
 ``rescore`` and ``export-otel`` stream (``read_head``, ``iter_rows``), ``history`` reads
-the labbook (``read_labbook``). Files of schema 1 and the course harness's files are
+the labbook (``read_labbook``), and a watcher of a run in progress reads its journal
+(``read_journal``). Files of schema 1 and the course harness's files are
 read too, brought to the current shape (``legacy``).
 """
 
 from __future__ import annotations
 
 from agent_eval.records import RESULTS_SCHEMA
-from agent_eval.results.journal import JOURNAL_SUFFIX, Journal, Order, journal_path_for, read_header
+from agent_eval.results.journal import (
+    JOURNAL_SUFFIX,
+    Journal,
+    Order,
+    journal_path_for,
+    read_header,
+    read_journal,
+)
 from agent_eval.results.labbook import Labbook, read_labbook
 from agent_eval.results.read import (
     Attempt,
@@ -57,6 +65,7 @@ __all__ = [
     "load_results",
     "read_head",
     "read_header",
+    "read_journal",
     "read_labbook",
     "row_json",
     "tally",

@@ -155,6 +155,29 @@ class Journal:
                 self._remember((row.id, row.attempt), offset)
 
 
+def read_journal(path: Path) -> tuple[dict[str, Any], list[AttemptResult]]:
+    """A journal's header and its rows, for a reader watching a run (it may still be
+    appending): one row per attempt in first-journaled order, a later row of the same
+    attempt (a retry after an infra error) replacing the earlier one. A torn last line
+    and a line that is not a row are skipped; rows of an older schema are upgraded.
+    """
+    header = read_header(path)
+    schema = header.get("schema", 1)
+    rows: dict[Key, AttemptResult] = {}
+    with path.open("rb") as handle:
+        handle.readline()
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # being written, or torn by a crash
+            try:
+                raw = json.loads(line)
+                row = AttemptResult.model_validate(upgrade_row(raw, schema))
+            except ValueError:  # not JSON, or not a row
+                continue
+            rows[(row.id, row.attempt)] = row
+    return header, list(rows.values())
+
+
 def read_header(path: Path) -> dict[str, Any]:
     """The run identity a journal was started with."""
     try:
@@ -171,19 +194,11 @@ def read_header(path: Path) -> dict[str, Any]:
 def _upgrade(path: Path) -> None:
     """Rewrite a journal of an older schema in the current one, atomically; rows that do
     not validate even so are dropped (their attempts run again)."""
-    header = read_header(path)
-    schema = header.get("schema", 1)
-    if schema == RESULTS_SCHEMA:
+    if read_header(path).get("schema", 1) == RESULTS_SCHEMA:
         return
-    with path.open("rb") as old, atomic_file(path) as new:
-        old.readline()
+    header, rows = read_journal(path)
+    with atomic_file(path) as new:
         header["schema"] = RESULTS_SCHEMA
         new.write(json.dumps({"journal": header}, ensure_ascii=False).encode() + b"\n")
-        for line in old:
-            if not line.endswith(b"\n"):
-                break  # a torn last line
-            try:
-                row = AttemptResult.model_validate(upgrade_row(json.loads(line), schema))
-            except ValueError:  # not JSON, or not a row
-                continue
+        for row in rows:
             new.write(row_json(row).encode("utf-8") + b"\n")
