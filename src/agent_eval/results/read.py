@@ -1,10 +1,8 @@
 """Read a results file of any shape: schema 2, schema 1, or the course harness's.
 
 ``load_results`` loads a whole run for reports, every row validated and then kept as a
-compact ``Attempt``: a pydantic model costs several kilobytes per row, and a 100,000-row
-run (two of them for compare) must fit in a few hundred megabytes. ``read_head`` and
-``iter_rows`` read the head and the full row records one at a time, for tools that
-rewrite or replay a run.
+compact ``Attempt`` (results/rows.py). ``read_head`` and ``iter_rows`` read the head and
+the full row records one at a time, for tools that rewrite or replay a run.
 """
 
 from __future__ import annotations
@@ -13,204 +11,17 @@ import gc
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property
-from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, get_origin
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from agent_eval.errors import ResultsError
-from agent_eval.records import RESULTS_SCHEMA, Checks
+from agent_eval.records import RESULTS_SCHEMA
 from agent_eval.results.legacy import KNOWN_SCHEMAS, upgrade_row, upgrade_run, upgrade_task
 from agent_eval.results.records import AttemptResult, ResultsHead, RunHead
-
-CHECK_FIELDS = tuple(Checks.model_fields)
-"""Checks' fields, in the order ``Attempt.checks`` holds their values."""
-
-
-class Attempt(NamedTuple):
-    """One validated attempt row, compact: AttemptResult's fields under the same names,
-    then its ``passed`` and ``failure``."""
-
-    id: str
-    """The task's id."""
-    category: str
-    """The task's category."""
-    attempt: int
-    """1-based attempt number within the task."""
-    answer: str
-    """The final answer."""
-    steps: int
-    """Steps reported by the agent."""
-    tokens: int
-    """Tokens reported by the agent."""
-    prompt_tokens: int | None
-    """Input tokens, when known."""
-    completion_tokens: int | None
-    """Output tokens, when known."""
-    seconds: float
-    """Wall time of the attempt measured by the harness."""
-    stopped: str | None
-    """Why the attempt stopped."""
-    checks: tuple[Any, ...]
-    """The validated Checks' values in CHECK_FIELDS order, lists as tuples;
-    ``check_record`` rebuilds the Checks."""
-    trajectory_file: str | None
-    """The attempt's trajectory, relative to the results file's folder when possible."""
-    failure_class: str | None
-    """passed, wrong_answer, over_budget, agent_error or infra_error; None when unknown."""
-    error: str | None
-    """What went wrong, for agent_error, over_budget and infra_error."""
-    roles: dict[str, int] | None
-    """Tokens per role, when the agent reports them."""
-    infra_retries: int
-    """How many earlier tries of this attempt ended in infra_error and were retried."""
-    changed_files: tuple[str, ...] | None
-    """Workspace files the attempt touched."""
-    passed: bool
-    """The verdict."""
-    failure: str | None
-    """Why it failed, None when it passed; taken while the full record is at hand, so
-    reports never rebuild it."""
-
-    def check_record(self) -> Checks:
-        """The attempt's Checks, rebuilt without validating again (it was validated)."""
-        values = (list(v) if isinstance(v, tuple) else v for v in self.checks)
-        fields: dict[str, Any] = dict(zip(CHECK_FIELDS, values, strict=True))
-        return Checks.model_construct(**fields)
-
-
-if Attempt._fields[:-2] != tuple(AttemptResult.model_fields):
-    # compact() copies AttemptResult's fields by position, and a field left out here
-    # would silently vanish from every report.
-    raise RuntimeError(
-        "results.read.Attempt must list AttemptResult's fields, in order, "
-        "then 'passed' and 'failure'"
-    )
-
-
-_CHECKS_AT = Attempt._fields.index("checks")
-_CHANGED_AT = Attempt._fields.index("changed_files")
-_LIST_CHECKS = [
-    index
-    for index, field in enumerate(Checks.model_fields.values())
-    if get_origin(field.annotation) is list
-]
-
-
-_shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-"""Equal tuples of check values, one object each while a file loads (emptied after)."""
-
-
-def _share(value: tuple[Any, ...]) -> tuple[Any, ...]:
-    """One object for equal tuples: rows repeat a few combinations of checks, tools and
-    files, and every tuple kept is memory, and work for the cycle collector until its
-    first pass over it."""
-    return _shared.setdefault(value, value)
-
-
-def compact(row: AttemptResult) -> Attempt:
-    """The validated row as an Attempt.
-
-    A validated model's ``__dict__`` holds its fields in declaration order, so values are
-    copied by position. Lists become tuples, so that an Attempt holds no mutable
-    container and the cycle collector stops tracking it: otherwise each collection while
-    a report renders walks all 100,000 rows again.
-    """
-    checks = [*row.checks.__dict__.values()]
-    for index in _LIST_CHECKS:
-        checks[index] = _share(tuple(checks[index]))
-    values = [*row.__dict__.values()]
-    values[_CHECKS_AT] = _share(tuple(checks))
-    if row.changed_files is not None:
-        values[_CHANGED_AT] = _share(tuple(row.changed_files))
-    passed = row.checks.passed
-    values.append(passed)
-    values.append(None if passed else row.failure)
-    # Attempt._make without its length check, which the guard above makes redundant.
-    return tuple.__new__(Attempt, values)
-
-
-_ATTEMPT = attrgetter("attempt")
-
-
-@dataclass(frozen=True)
-class TaskOutcome:
-    """Every attempt at one task, in attempt order."""
-
-    task_id: str
-    """The task's id."""
-    category: str
-    """The task's category (from its first attempt)."""
-    rows: tuple[Attempt, ...]
-    """The attempts, sorted by attempt number."""
-
-    @property
-    def attempts(self) -> int:
-        """How many attempts the task had."""
-        return len(self.rows)
-
-    @cached_property
-    def passes(self) -> int:
-        """How many attempts passed."""
-        return [row.passed for row in self.rows].count(True)
-
-    @property
-    def rate(self) -> float:
-        """The task's pass rate m_i."""
-        return self.passes / self.attempts if self.rows else 0.0
-
-
-@dataclass(frozen=True)
-class RunResults:
-    """One results file: the run's head, its attempt rows, and where it lives."""
-
-    path: Path
-    """The file it was read from; trajectory paths are relative to its folder."""
-    run: RunHead
-    """The ``run`` object, validated (older shapes brought to the current one)."""
-    rows: tuple[Attempt, ...]
-    """Every attempt, validated."""
-    schema: int | None = RESULTS_SCHEMA
-    """The shape the file was written in: 2, 1, or None for the course harness's."""
-
-    @cached_property
-    def tasks(self) -> tuple[TaskOutcome, ...]:
-        """Attempts grouped by task id, tasks in first-seen order (worked out once: every
-        format reads them, some more than once)."""
-        grouped: dict[str, list[Attempt]] = {}
-        for row in self.rows:
-            grouped.setdefault(row.id, []).append(row)
-        return tuple(
-            TaskOutcome(task_id, rows[0].category, tuple(sorted(rows, key=_ATTEMPT)))
-            for task_id, rows in grouped.items()
-        )
-
-    @property
-    def prices(self) -> dict[str, float | None]:
-        """The prices the user gave, or an empty mapping when none were."""
-        return dict(self.run.prices or {})
-
-    @property
-    def label(self) -> str:
-        """A short name for the run: scaffold x model, with the quantisation if any."""
-        return self.run.label
-
-    def trajectory_text(self, row: Attempt | AttemptResult, limit: int = 20_000) -> str | None:
-        """The attempt's trajectory file, cut to ``limit`` characters; None if unreadable."""
-        if not row.trajectory_file:
-            return None
-        candidate = Path(row.trajectory_file)
-        if not candidate.is_absolute():
-            candidate = self.path.parent / candidate
-        try:
-            text = candidate.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-        return text if len(text) <= limit else text[:limit] + "\n[... truncated]"
+from agent_eval.results.rows import Attempt, RunResults, compact, shared
 
 
 class _Document(TypedDict):
@@ -263,7 +74,7 @@ def load_results(path: str | Path) -> RunResults:
             rows = tuple(compact(row) for row in _validated_rows(path, raw_rows, schema))
             return RunResults(path, head.run, rows, schema)
         finally:
-            _shared.clear()
+            shared.clear()
 
 
 def read_head(path: str | Path) -> ResultsHead:
