@@ -20,7 +20,8 @@ from agent_eval.tools import Observation, ToolContext, run_tool, tool_specs
 SYSTEM = (
     "You answer questions about the documents in a workspace. Use the tools to find the "
     "evidence, then give the answer. Answer only from what the tools return; if the "
-    "documents do not contain the answer, say plainly that the documents do not say."
+    "documents do not contain the answer, answer with exactly: "
+    '"This is not stated in the documents."'
 )
 """One instruction for every framework, so only the loop differs between them."""
 

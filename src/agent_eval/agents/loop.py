@@ -82,7 +82,9 @@ def tool_loop(
             warned = True
         if json_mode:
             fmt = json_schema_format("action", action_schema(tools, allow_tools=not final))
-            reply = session.ask(role, model, messages, response_format=fmt, requested=_json_tools)
+            reply = session.ask(
+                role, model, messages, response_format=fmt, requested=_json_tools, complete=_whole
+            )
             content = reply.content or ""
             messages.append({"role": "assistant", "content": content})
             action = parse_action(content)
@@ -127,6 +129,11 @@ def _exhausted(session: Session, step_cap: int | None, result: LoopResult) -> Lo
     if step_cap is None:
         raise Stop("turn_limit", f"{session.steps} of {session.config.max_steps} steps used")
     return result
+
+
+def _whole(reply: ChatReply) -> bool:
+    """A JSON action that parses is whole even when its last token met the reply limit."""
+    return parse_action(reply.content or "") is not None
 
 
 def _json_tools(reply: ChatReply) -> list[str]:
