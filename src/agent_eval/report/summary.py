@@ -83,9 +83,12 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
     rows = results.rows
     counts = [(t.attempts, t.passes) for t in tasks]
     attempts, passed = len(rows), sum(r.passed for r in rows)
-    task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1))
+    task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1), what="pass rate")
     at, hat = _pass_k(counts)
     split = stats.variance_split(counts)
+    within, between = (
+        (split.within, split.between) if isinstance(split, stats.VarianceSplit) else (None, None)
+    )
     classes: dict[str, int] = {}
     for row in rows:
         classes[row.failure_class] = classes.get(row.failure_class, 0) + 1
@@ -111,8 +114,8 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "pass_at_k_se": {k: e.se for k, e in at.items()},
         "pass_hat_k": {k: e.mean for k, e in hat.items()},
         "pass_hat_k_se": {k: e.se for k, e in hat.items()},
-        "within_task_var": split.within if split else None,
-        "between_task_var": split.between if split else None,
+        "within_task_var": within,
+        "between_task_var": between,
         "unstable_tasks": [t.task_id for t in tasks if 0 < t.passes < t.attempts],
         "changed_files": [
             {"task_id": r.task_id, "attempt": r.attempt, "files": list(r.changed_files)}
@@ -130,8 +133,28 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "mean_tokens": statistics.fmean(r.tokens for r in rows) if rows else None,
         "tokens_by_role": dict(sorted(roles.items())) or None,
         "cost": ({**_cost(rows, results.prices), "prices": results.prices} if priced else None),
+        "not_estimable": _not_estimable(task_est, at, hat, split),
     }
     return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
+
+
+def _not_estimable(
+    task_est: stats.MeanEstimate,
+    at: dict[str, stats.MeanEstimate],
+    hat: dict[str, stats.MeanEstimate],
+    split: stats.VarianceSplit | stats.NotEstimable,
+) -> dict[str, Any]:
+    """Why each figure of the summary that is null could not be estimated."""
+    why: dict[str, Any] = {}
+    if task_est.why_not is not None:
+        why["task_se"] = why["task_ci95"] = task_est.why_not
+    for key, estimates in (("pass_at_k_se", at), ("pass_hat_k_se", hat)):
+        reasons = {k: e.why_not for k, e in estimates.items() if e.why_not is not None}
+        if reasons:
+            why[key] = reasons
+    if isinstance(split, stats.NotEstimable):
+        why["within_task_var"] = why["between_task_var"] = split.reason
+    return why
 
 
 def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
@@ -143,7 +166,7 @@ def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
     for name, members in sorted(grouped.items()):
         attempts = sum(t.attempts for t in members)
         passed = sum(t.passes for t in members)
-        est = stats.mean_estimate([t.rate for t in members], bounds=(0, 1))
+        est = stats.mean_estimate([t.rate for t in members], bounds=(0, 1), what="pass rate")
         view[name] = {
             "tasks": len(members),
             "attempts": attempts,
@@ -152,6 +175,7 @@ def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
             "wilson95": list(stats.wilson_interval(passed, attempts)),
             "task_mean": est.mean,
             "task_ci95": _interval(est),
+            "not_estimable": {} if est.why_not is None else {"task_ci95": est.why_not},
         }
     return view
 
