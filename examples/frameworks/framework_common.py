@@ -2,9 +2,9 @@
 
 A framework runs its own loop; an adapter hands it agent-eval's tools (so every agent
 is measured with the same tools, confined to the same workspace) and afterwards maps
-the framework's own run record to the records of SPEC section 5. Steps and tokens are
-counted from the mapped records, exactly as the reference agents count them: one step
-per model reply and one per tool result.
+the framework's own run record to agent-eval's trajectory records (docs/protocol.md).
+Steps and tokens are counted from the mapped records, exactly as the reference agents
+count them: one step per model reply and one per tool result.
 """
 
 from __future__ import annotations

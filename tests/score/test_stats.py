@@ -1,4 +1,4 @@
-"""Statistics against STATS.md's reference values, its worked example, and properties."""
+"""Statistics against docs/statistics.md's reference values, its worked example, and properties."""
 
 from __future__ import annotations
 
