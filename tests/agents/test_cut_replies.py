@@ -32,8 +32,13 @@ def stop_record(result: dict[str, Any]) -> dict[str, Any]:
     return stops[0]
 
 
+INNER_WHOLE = '{"action": "search_documents", "args": {"query": "lamp"}, "answer": "The l'
+"""Cut, though its inner ``args`` object is complete and would parse on its own."""
+
+
 @pytest.mark.parametrize(
-    ("mode", "cut"), [("json", CUT_ACTION), ("native", CUT_TOOL_CALL), ("native", CUT_TEXT)]
+    ("mode", "cut"),
+    [("json", CUT_ACTION), ("json", INNER_WHOLE), ("native", CUT_TOOL_CALL), ("native", CUT_TEXT)],
 )
 def test_minimal_agent_stops_on_a_cut_reply(
     mock_model: Start, agent_options: Options, mode: str, cut: str
@@ -86,6 +91,8 @@ def roles(**replies: dict[str, Any]) -> dict[str, Any]:
         ("json", "answerer", '{"answer": "At 19:0'),
         ("json", "verifier", '{"supported": fal'),
         ("native", "verifier", '{"supported": false, "answer": "The lamp'),
+        # A complete inner object is no whole reply: the verdict around it was cut.
+        ("json", "verifier", '{"supported": false, "seen": {"file": "keepers.md"}, "answer": "Th'),
     ],
 )
 def test_multi_agent_stops_on_a_cut_reply_in_any_role(

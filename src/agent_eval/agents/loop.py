@@ -13,7 +13,12 @@ from typing import Any
 
 from agent_eval.agents import prompts
 from agent_eval.agents.session import Session, Stop
-from agent_eval.models.actions import action_schema, json_schema_format, parse_action
+from agent_eval.models.actions import (
+    action_schema,
+    is_whole_object,
+    json_schema_format,
+    parse_action,
+)
 from agent_eval.models.client import ChatReply
 from agent_eval.tools import tool_specs
 
@@ -132,8 +137,10 @@ def _exhausted(session: Session, step_cap: int | None, result: LoopResult) -> Lo
 
 
 def _whole(reply: ChatReply) -> bool:
-    """A JSON action that parses is whole even when its last token met the reply limit."""
-    return parse_action(reply.content or "") is not None
+    """A JSON action is whole, even when its last token met the reply limit, when the
+    whole reply is that action."""
+    content = reply.content or ""
+    return is_whole_object(content) and parse_action(content) is not None
 
 
 def _json_tools(reply: ChatReply) -> list[str]:

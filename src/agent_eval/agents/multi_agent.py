@@ -17,7 +17,7 @@ from agent_eval.agents import prompts
 from agent_eval.agents.config import AgentConfig, ClientPool
 from agent_eval.agents.loop import LoopResult, tool_loop
 from agent_eval.agents.session import Session
-from agent_eval.models.actions import find_json_object, json_schema_format
+from agent_eval.models.actions import find_json_object, is_whole_object, json_schema_format
 from agent_eval.models.client import ChatReply
 from agent_eval.tools import tool_specs
 
@@ -106,8 +106,8 @@ def _ask_json(
 
 
 def _whole_json(reply: ChatReply) -> bool:
-    """A role's JSON reply that parses is whole even when it met the reply limit."""
-    return find_json_object(reply.content or "") is not None
+    """A role's JSON reply is whole, even when it met the reply limit, when all of it parses."""
+    return is_whole_object(reply.content or "")
 
 
 def _route(session: Session, task: str) -> tuple[str, str]:
