@@ -80,8 +80,7 @@ def figure_rows(s: dict[str, Any]) -> list[list[str]]:
                 last = reasons[k]
             rows.append([f"{name}{k}", fmt(s[key][k]), "", note])
     if s["within_task_var"] is None:
-        reason = why.get("within_task_var", "needs 2 or more attempts per task")
-        rows.append(["variance split", "-", "", f"{NOT_ESTIMABLE}: {reason}"])
+        rows.append(["variance split", "-", "", f"{NOT_ESTIMABLE}: {why['within_task_var']}"])
     else:
         noise = "attempt noise"
         if s["within_task_var"] == 0:
