@@ -12,9 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
+
+# Property tests hold for every input, on any machine: no per-example deadline or
+# too-slow check (a busy machine is slow, not wrong), and no example database, so that a
+# run does not depend on what earlier runs on this machine happened to find.
+settings.register_profile(
+    "any-machine", deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("any-machine")
 
 
 @pytest.fixture

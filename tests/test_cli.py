@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -58,13 +59,14 @@ def test_run_prints_the_course_layout(tmp_path: Path, write_agent: Callable[[str
         "  ok  r-gateway-port   r1   2 step(s)     1234 tok     0.0s"
     )
     assert lines[3].startswith("  BAD r-log-retention  r1   2 step(s)     1234 tok  ")
-    assert lines[5:10] == [
+    assert lines[5:9] == [
         "",
         "success rate  0.50  (2 of 4)",
         "mean steps    2.0",
         "mean tokens   1234.0",
-        "mean seconds  0.0",
     ]
+    # The harness's own clock: near 0 for this agent, but how near depends on the machine.
+    assert re.fullmatch(r"mean seconds  \d+\.\d", lines[9])
     assert lines[10] == "cost per task 0.000617  (at 0.5 per million tokens)"
     assert done.returncode == 2
     assert json.loads((tmp_path / "r.json").read_text())["run"]["summary"]["passed"] == 2

@@ -2,9 +2,9 @@
 
 A framework runs its own loop; an adapter hands it agent-eval's tools (so every agent
 is measured with the same tools, confined to the same workspace) and afterwards maps
-the framework's own run record to the records of SPEC section 5. Steps and tokens are
-counted from the mapped records, exactly as the reference agents count them: one step
-per model reply and one per tool result.
+the framework's own run record to agent-eval's trajectory records (docs/protocol.md).
+Steps and tokens are counted from the mapped records, exactly as the reference agents
+count them: one step per model reply and one per tool result.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from agent_eval.tools import Observation, ToolContext, run_tool, tool_specs
 SYSTEM = (
     "You answer questions about the documents in a workspace. Use the tools to find the "
     "evidence, then give the answer. Answer only from what the tools return; if the "
-    "documents do not contain the answer, say plainly that the documents do not say."
+    "documents do not contain the answer, answer with exactly: "
+    '"This is not stated in the documents."'
 )
 """One instruction for every framework, so only the loop differs between them."""
 

@@ -21,7 +21,8 @@ const REPEAT_LIMIT = 3;
 const SYSTEM =
   "You answer questions about the documents in a workspace. Use the tools to find the " +
   "evidence, then reply with the answer in plain text. Answer only from what the tools " +
-  "return; if the documents do not contain the answer, say that the documents do not say.";
+  "return; if the documents do not contain the answer, answer with exactly: " +
+  '"This is not stated in the documents."';
 
 // Tools, confined to the attempt's workspace.
 

@@ -35,6 +35,7 @@ StopReason = Literal[
     "token_budget",
     "time_budget",
     "repeated_call",
+    "reply_cut",
     "model_error",
     "agent_error",
 ]

@@ -41,9 +41,9 @@ for line in sys.stdin:
     if task == "error":
         print(json.dumps({"error": "the model endpoint said no"}), flush=True)
         continue
-    if task == "chatty":
-        print(json.dumps({"answer": "one", "steps": 1, "tokens": 0}), flush=True)
-        print("and a second line nobody asked for", flush=True)
+    if task == "chatty":  # one write: the stray line is there as soon as the answer is
+        answer = json.dumps({"answer": "one", "steps": 1, "tokens": 0})
+        print(answer + "\\nand a second line nobody asked for", flush=True)
         continue
     answer = f"{task} pid={os.getpid()} seen={seen} protocol={request['protocol']}"
     keys = ",".join(sorted(request["options"]))
@@ -142,10 +142,8 @@ def test_a_broken_attempt_fails_and_the_next_task_gets_a_fresh_process(
     agent = started(tmp_path, fake)
     try:
         before = pid_of(agent.run_task("warm-up", options(tmp_path))["answer"])
-        clock = time.monotonic()
         with pytest.raises(CommandAgentError) as failed:
             agent.run_task(task, options(tmp_path, max_seconds=1.0))
-        took = time.monotonic() - clock
         after = agent.run_task("again", options(tmp_path))["answer"]
     finally:
         agent.close()
@@ -153,7 +151,6 @@ def test_a_broken_attempt_fails_and_the_next_task_gets_a_fresh_process(
     assert message.startswith(f"agent process fake (pid {before}) {reason}")
     assert message.endswith(f"log: {tmp_path / 'logs' / 'fake.log'}")
     assert "\n" not in message
-    assert took < 5
     assert pid_of(after) != before and after.endswith("seen=1 protocol=1")
     assert not alive(before)
 
@@ -177,7 +174,6 @@ def test_output_between_tasks_restarts_the_process_without_failing(
     agent = started(tmp_path, fake)
     try:
         assert agent.run_task("chatty", options(tmp_path))["answer"] == "one"
-        time.sleep(0.2)  # let the stray line arrive
         after = agent.run_task("next", options(tmp_path))["answer"]
     finally:
         agent.close()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_eval.agents import BUILTIN_AGENTS, multi_agent
+from agent_eval.agents import BUILTIN_AGENTS, multi_agent, prompts
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.records import AgentReply
 
@@ -104,7 +104,7 @@ def test_unsupported_answer_becomes_honest(
     verdict = {"json": {"supported": False, "answer": "The lamp is lit at 19:00."}}
     server = mock_model(script(verdict=verdict))
     result = run(agent_options(server, mode))
-    assert result["answer"] == "The documents do not say."
+    assert result["answer"] == prompts.NOT_STATED
     assert "unsupported" in records(result, "stop")[0]["detail"]
 
 
@@ -112,7 +112,7 @@ def test_verifier_revision_keeps_supported_facts(mock_model: Start, agent_option
     verdict = {"json": {"supported": False, "answer": "The lamp is lit at 19:00."}}
     server = mock_model(script(answer={"content": "At 19:00, by Ada."}, verdict=verdict))
     result = run(agent_options(server))
-    assert result["answer"] == "The lamp is lit at 19:00. The documents do not say more than that."
+    assert result["answer"] == f"The lamp is lit at 19:00. {prompts.REST_NOT_STATED}"
 
 
 def test_unreadable_verdict_keeps_the_answer(mock_model: Start, agent_options: Options) -> None:

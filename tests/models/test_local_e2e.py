@@ -16,7 +16,7 @@ pytest.importorskip(
 
 from agent_eval.models.local_server import LocalModelServer
 
-STOPS = {"finished", "turn_limit", "token_budget", "time_budget", "repeated_call"}
+STOPS = {"finished", "turn_limit", "token_budget", "time_budget", "repeated_call", "reply_cut"}
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,26 @@ def test_minimal_agent_on_the_local_model(local_model: LocalModelServer, tmp_pat
     (stop,) = [r for r in records if r.get("type") == "stop"]
     assert stop["reason"] in STOPS
     assert records[-1]["type"] == "score"
+
+
+@pytest.mark.parametrize("mode", ["json", "native"])
+def test_a_reply_cut_by_the_token_limit_is_recorded_not_parsed(
+    local_model: LocalModelServer, tmp_path: Path, mode: str
+) -> None:
+    # Three tokens hold no whole action or tool call, whatever the model samples.
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
+         "--task-id", "r-gateway-port", "--base-url", local_model.base_url,
+         "--model", "local/answer", "--option", f"tool_mode={mode}",
+         "--option", "reply_tokens=3", "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert (row["stopped"], row["failure_class"], row["steps"]) == ("reply_cut", "over_budget", 1)
+    records = [json.loads(line) for line in (tmp_path / row["trajectory_file"]).open()]
+    (stop,) = [r for r in records if r.get("type") == "stop"]
+    assert "cut at the 3-token reply limit (finish_reason length)" in stop["detail"]
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""`agent-eval compare` black-box on the worked example of STATS.md, built as results files."""
+"""`agent-eval compare` black-box on the worked example of docs/statistics.md, as results files."""
 
 from __future__ import annotations
 
@@ -76,8 +76,9 @@ def test_spread_gain_gives_a_number_of_repeats(
     code, out, _ = agent_eval("compare", *spread, "--format", "json")
     r = json.loads(out)
     assert code == 0
-    # STATS.md's estimators on these files: sigma2_B = mean K/(K-1) m(1-m) over tasks,
-    # omega2 = var(d, ddof=1) - sigma2_B/K, then ceil(sigma2 / (n delta^2 / z^2 - omega2)).
+    # The estimators of docs/statistics.md on these files: sigma2_B = mean over tasks of
+    # K/(K-1) m(1-m), omega2 = var(d, ddof=1) - sigma2_B/K, then
+    # ceil(sigma2 / (n delta^2 / z^2 - omega2)).
     sigma2_b = 6 * (9 / 8 * (1 / 3) * (2 / 3)) / 15
     omega2 = float(np.var([0.0] * 9 + [1 / 3] * 6, ddof=1)) - sigma2_b / 9
     budget = 15 * (2 / 15) ** 2 / planning.z_sum() ** 2

@@ -193,7 +193,10 @@ def row(task_id: str, attempt: int) -> AttemptResult:
                          failure_class="passed")  # fmt: skip
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(count=st.integers(1, 6), cut=st.integers(1, 200))
 def test_journal_recovers_from_a_torn_last_line(tmp_path: Path, count: int, cut: int) -> None:
     path = tmp_path / f"j{count}-{cut}.journal.jsonl"

@@ -1,4 +1,4 @@
-"""Statistics against STATS.md's reference values, its worked example, and properties."""
+"""Statistics against docs/statistics.md's reference values, its worked example, and properties."""
 
 from __future__ import annotations
 
@@ -169,22 +169,52 @@ def test_task_mean_uses_t_interval() -> None:
     assert est.mean == pytest.approx(0.6)
     assert est.se == pytest.approx(se)
     assert est.hi == pytest.approx(0.6 + 2.1447866879 * se)
+    assert est.why_not is None
     assert stats.mean_estimate([]).mean is None
     assert stats.mean_estimate([0.5]).se is None
+
+
+@pytest.mark.parametrize(
+    ("values", "why"),
+    [
+        ([], "no task to estimate from"),
+        ([0.5], "one task; a spread needs 2 or more"),
+        ([0.0] * 15, "every task has the same value (0.000); no spread to estimate from"),
+        ([1.0] * 15, "every task has the same value (1.000); no spread to estimate from"),
+        (
+            [2 / 3 - 1 / 3, 1 / 3],
+            "every task has the same value (0.333); no spread to estimate from",
+        ),
+    ],
+)
+def test_no_variation_is_not_an_se_of_zero(values: list[float], why: str) -> None:
+    est = stats.mean_estimate(values, bounds=(0, 1))
+    assert (est.se, est.lo, est.hi, est.why_not) == (None, None, None, why)
+
+
+def test_a_near_miss_of_no_variation_is_estimated() -> None:
+    est = stats.mean_estimate([0.0] * 14 + [1 / 3])
+    assert est.se is not None and est.se > 0 and est.why_not is None
 
 
 def test_variance_split() -> None:
     counts = [(4, 4), (4, 0), (4, 2), (4, 1)]
     split = stats.variance_split(counts)
-    assert split is not None
+    assert isinstance(split, stats.VarianceSplit)
     within = float(np.mean([4 / 3 * m * (1 - m) for m in (1, 0, 0.5, 0.25)]))
     assert split.within == pytest.approx(within)
     between = float(np.var([1, 0, 0.5, 0.25], ddof=1)) - within / 4
     assert split.between == pytest.approx(between)
-    assert stats.variance_split([(1, 1), (1, 0)]) is None
-    assert stats.variance_split([]) is None
+    one_attempt = stats.variance_split([(1, 1), (1, 0)])
+    assert one_attempt == stats.NotEstimable(
+        "some task has one attempt; the split needs 2 or more per task"
+    )
+    assert stats.variance_split([(3, 1)]) == stats.NotEstimable(
+        "one task; the split between tasks needs 2 or more"
+    )
+    assert isinstance(stats.variance_split([]), stats.NotEstimable)
     deterministic = stats.variance_split([(3, 3), (3, 0)])
-    assert deterministic is not None and deterministic.within == 0.0
+    assert isinstance(deterministic, stats.VarianceSplit) and deterministic.within == 0.0
 
 
 @pytest.mark.parametrize(
@@ -245,6 +275,68 @@ def test_plan_from_pairs_needs_two_attempts() -> None:
     pairs = [(1, 1, 1, 0), (1, 0, 1, 1), (1, 1, 1, 1)]
     plan = planning.plan_from_pairs(pairs)
     assert plan.repeats_needed is None and plan.sigma2_a is None and plan.mde is not None
+    assert plan.not_estimable == dict.fromkeys(
+        ("sigma2_a", "sigma2_b", "omega2", "repeats_needed", "tasks_needed"), planning.ONE_ATTEMPT
+    )
+
+
+ALL_FAIL = [(3, 0, 3, 0)] * 15
+ALL_PASS = [(3, 3, 3, 3)] * 15
+
+
+@pytest.mark.parametrize("pairs", [ALL_FAIL, ALL_PASS, [(3, 0, 3, 3)] * 15])
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_plan_without_variation_estimates_nothing(
+    pairs: list[tuple[int, int, int, int]], delta: float | None
+) -> None:
+    plan = planning.plan_from_pairs(pairs, delta)
+    assert (plan.sigma2_a, plan.sigma2_b, plan.omega2) == (0.0, 0.0, 0.0)
+    assert (plan.mde, plan.repeats_needed, plan.tasks_needed) == (None, None, None)
+    assert plan.not_estimable == dict.fromkeys(
+        ("repeats_needed", "tasks_needed", "mde"), planning.NO_VARIATION
+    )
+
+
+def test_plan_with_one_task_or_none() -> None:
+    one = planning.plan_from_pairs([(3, 1, 3, 2)])
+    assert (one.omega2, one.mde, one.repeats_needed, one.tasks_needed) == (None,) * 4
+    assert set(one.not_estimable.values()) == {"one task; planning needs 2 or more"}
+    none = planning.plan_from_pairs([])
+    assert set(none.not_estimable.values()) == {"no task has attempts in both runs"}
+
+
+def test_plan_with_one_attempt_and_no_variation() -> None:
+    plan = planning.plan_from_pairs([(1, 0, 1, 0)] * 15)
+    assert plan.mde is None
+    assert plan.not_estimable["mde"].endswith("the difference was the same on every task")
+
+
+def test_a_tie_has_no_difference_to_plan_for_but_a_detectable_one() -> None:
+    plan = planning.plan_from_pairs([(3, 1, 3, 2), (3, 2, 3, 1), (3, 0, 3, 0)])
+    assert plan.delta == 0 and plan.mde is not None and plan.mde > 0
+    assert set(plan.not_estimable) == {"repeats_needed", "tasks_needed"}
+
+
+def test_deterministic_tasks_that_differ_need_one_repeat() -> None:
+    # Every attempt agreed within its task, but the tasks' differences vary: repeats buy
+    # nothing, which is an estimate, not a missing one.
+    pairs = [(3, 0, 3, 3)] * 10 + [(3, 0, 3, 0)] * 5
+    plan = planning.plan_from_pairs(pairs)
+    assert plan.omega2 is not None and plan.omega2 > 0 and plan.not_estimable == {}
+    assert plan.mde is not None and plan.mde > 0
+
+
+@pytest.mark.parametrize("pairs", [ALL_FAIL, ALL_PASS])
+def test_paired_comparison_without_variation(pairs: list[tuple[int, int, int, int]]) -> None:
+    cmp = stats.paired_comparison(pairs)
+    assert cmp.difference.mean == 0.0
+    assert (cmp.difference.se, cmp.difference.lo, cmp.difference.hi) == (None, None, None)
+    assert cmp.difference.why_not == (
+        "every task has the same difference (0.000); no spread to estimate from"
+    )
+    assert (cmp.se_unpaired, cmp.correlation, cmp.p_population) == (None, None, None)
+    assert set(cmp.not_estimable) == {"se_unpaired", "correlation", "p_population"}
+    assert cmp.not_estimable["se_unpaired"].startswith("A: every task has the same pass rate")
 
 
 def test_plan_from_pairs_estimates() -> None:

@@ -137,7 +137,10 @@ tasks = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(tasks, min_size=1, max_size=5, unique_by=lambda t: t["id"]))
 def test_any_valid_suite_loads_and_hashes_stably(
     write_suite: Callable[..., Path], generated: list[dict[str, Any]]
@@ -147,7 +150,10 @@ def test_any_valid_suite_loads_and_hashes_stably(
     assert suite_hash(loaded.suite) == loaded.hash
 
 
-@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=5),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -175,8 +174,6 @@ def test_output_is_truncated(ctx: ToolContext, workspace: Path) -> None:
 
 def test_a_hanging_command_is_stopped(ctx: ToolContext, workspace: Path) -> None:
     os.mkfifo(workspace / "pipe")
-    started = time.monotonic()
-    seen = run_argv(ctx, ["cat", "pipe"], timeout_seconds=0.5)
-    assert time.monotonic() - started < 5
+    seen = run_argv(ctx, ["cat", "pipe"], timeout_seconds=0.5)  # would block forever
     assert seen.error
     assert "did not finish within 0.5 seconds" in seen.result

@@ -1,6 +1,6 @@
 """The reference agents' options and model connections, parsed and opened once.
 
-``AgentConfig`` turns the entry-point options (SPEC section 4) into checked values, and
+``AgentConfig`` turns the entry-point options (docs/protocol.md) into checked values, and
 ``ClientPool`` shares one thread-safe chat client per endpoint between attempts.
 """
 

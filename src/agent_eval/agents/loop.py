@@ -13,7 +13,12 @@ from typing import Any
 
 from agent_eval.agents import prompts
 from agent_eval.agents.session import Session, Stop
-from agent_eval.models.actions import action_schema, json_schema_format, parse_action
+from agent_eval.models.actions import (
+    action_schema,
+    is_whole_object,
+    json_schema_format,
+    parse_action,
+)
 from agent_eval.models.client import ChatReply
 from agent_eval.tools import tool_specs
 
@@ -82,7 +87,9 @@ def tool_loop(
             warned = True
         if json_mode:
             fmt = json_schema_format("action", action_schema(tools, allow_tools=not final))
-            reply = session.ask(role, model, messages, response_format=fmt, requested=_json_tools)
+            reply = session.ask(
+                role, model, messages, response_format=fmt, requested=_json_tools, complete=_whole
+            )
             content = reply.content or ""
             messages.append({"role": "assistant", "content": content})
             action = parse_action(content)
@@ -127,6 +134,13 @@ def _exhausted(session: Session, step_cap: int | None, result: LoopResult) -> Lo
     if step_cap is None:
         raise Stop("turn_limit", f"{session.steps} of {session.config.max_steps} steps used")
     return result
+
+
+def _whole(reply: ChatReply) -> bool:
+    """A JSON action is whole, even when its last token met the reply limit, when the
+    whole reply is that action."""
+    content = reply.content or ""
+    return is_whole_object(content) and parse_action(content) is not None
 
 
 def _json_tools(reply: ChatReply) -> list[str]:

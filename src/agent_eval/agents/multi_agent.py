@@ -4,7 +4,7 @@
 - the researcher runs the tool loop and finishes with notes;
 - the answerer writes the answer from the evidence alone;
 - the verifier checks the answer against the evidence and replaces unsupported claims
-  with an honest "the documents do not say".
+  with an honest "This is not stated in the documents." (``prompts.NOT_STATED``).
 
 Every model record carries its role, and the result's ``roles`` gives tokens per role.
 """
@@ -17,14 +17,14 @@ from agent_eval.agents import prompts
 from agent_eval.agents.config import AgentConfig, ClientPool
 from agent_eval.agents.loop import LoopResult, tool_loop
 from agent_eval.agents.session import Session
-from agent_eval.models.actions import find_json_object, json_schema_format
+from agent_eval.models.actions import find_json_object, is_whole_object, json_schema_format
+from agent_eval.models.client import ChatReply
 from agent_eval.tools import tool_specs
 
 SCAFFOLD_NAME = "multi-agent"
 """The agent's name in reports and trajectory file names."""
 EVIDENCE_CHARS = 6000
 """How much gathered evidence the answerer and verifier see; small models have small contexts."""
-NOT_SAID = "The documents do not say."
 
 _clients = ClientPool()
 _ROUTE_SCHEMA = {
@@ -101,7 +101,13 @@ def _ask_json(
     json_mode = session.config.tool_mode == "json"
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     fmt = json_schema_format(role, schema) if json_mode else None
-    return session.ask(role, model, messages, response_format=fmt).content or ""
+    reply = session.ask(role, model, messages, response_format=fmt, complete=_whole_json)
+    return reply.content or ""
+
+
+def _whole_json(reply: ChatReply) -> bool:
+    """A role's JSON reply is whole, even when it met the reply limit, when all of it parses."""
+    return is_whole_object(reply.content or "")
 
 
 def _route(session: Session, task: str) -> tuple[str, str]:
@@ -163,7 +169,8 @@ def _verify(session: Session, task: str, evidence: str, answer: str) -> str:
     revised = str(obj.get("answer") or "").strip()
     session.notes.append("the verifier found unsupported claims; the answer was revised")
     if not revised or revised == answer:
-        return NOT_SAID
-    if "not say" in revised.lower():
+        return prompts.NOT_STATED
+    if "not stated in the documents" in revised.lower():
         return revised
-    return f"{revised} {NOT_SAID[:-1]} more than that."
+    # Whatever the verifier kept, the gap is said in words a refusal check accepts.
+    return f"{revised} {prompts.REST_NOT_STATED}"

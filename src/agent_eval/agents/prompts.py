@@ -13,9 +13,16 @@ from typing import Any
 
 from agent_eval.models.actions import FINISH
 
+NOT_STATED = "This is not stated in the documents."
+"""The honest answer when the documents do not contain one. Refusal checks look for
+wordings like "not stated", "cannot" or "does not say", and this sentence is one they
+accept; "the documents do not say" (plural, so "do" not "does") is one they miss."""
+REST_NOT_STATED = "Anything more is not stated in the documents."
+"""Appended to a revised answer that keeps some facts, so that the gap is said plainly."""
+
 HONESTY = (
     "Answer only from what the tools return. If the documents do not contain the answer, "
-    "say plainly that the documents do not say."
+    f'answer with exactly: "{NOT_STATED}"'
 )
 
 ROUTES = {
@@ -97,7 +104,7 @@ def answerer_system(json_mode: bool) -> str:
     return (
         "You are the answerer. You write the final answer to a task, using only the "
         "evidence given. Be short and state the facts the task asks for. If the evidence "
-        "does not contain the answer, say that the documents do not say." + shape
+        f'does not contain the answer, answer with exactly: "{NOT_STATED}"' + shape
     )
 
 
@@ -107,7 +114,8 @@ def verifier_system() -> str:
         "You are the verifier. You check an answer against the evidence. If every claim in "
         "the answer is supported by the evidence, reply with supported true and the answer "
         "unchanged. If a claim is not supported, reply with supported false and an answer "
-        'that keeps only supported facts and says "the documents do not say" for the rest.\n'
+        f'that keeps only supported facts and says "{REST_NOT_STATED}" for the rest, or '
+        f'"{NOT_STATED}" when no fact is supported.\n'
         'Reply with one JSON object: {"supported": true, "answer": "<answer>"}'
     )
 

@@ -1,8 +1,8 @@
 """What every reference agent shares for one attempt: options, budgets and the trajectory.
 
 A ``Session`` is the single place where a model call or a tool call is counted against
-the attempt's limits and written as a trajectory record (SPEC section 5), so the agents
-themselves only decide what to ask next.
+the attempt's limits and written as a trajectory record, so the agents themselves only
+decide what to ask next.
 """
 
 from __future__ import annotations
@@ -76,8 +76,14 @@ class Session:
         tools: list[dict[str, Any]] | None = None,
         response_format: dict[str, Any] | None = None,
         requested: Callable[[ChatReply], list[str]] | None = None,
+        complete: Callable[[ChatReply], bool] | None = None,
     ) -> ChatReply:
-        """Call the model within budget, count the step and tokens, and record the reply."""
+        """Call the model within budget, count the step and tokens, and record the reply.
+
+        A reply the endpoint cut at its token limit (``finish_reason`` "length") ends the
+        attempt with the stop reason ``reply_cut``, unless ``complete`` says that what came
+        back is still whole (a JSON object the grammar closed on the last token).
+        """
         self.check_budget()
         reply = self.client.chat(
             model,
@@ -105,6 +111,14 @@ class Session:
                 "content": (reply.content or "")[:RECORD_CHARS],
             }
         )
+        if reply.finish_reason == "length" and not (complete is not None and complete(reply)):
+            raise Stop(
+                "reply_cut",
+                f"the {role}'s reply was cut at the {self.config.reply_tokens}-token reply "
+                f"limit (finish_reason length) before it was complete: "
+                f"{(reply.content or '')[-120:]!r}; raise --option reply_tokens=N, or use a "
+                "model that keeps to shorter replies",
+            )
         return reply
 
     def use_tool(self, name: str, args: dict[str, Any], refusal: str | None = None) -> Observation:

@@ -77,6 +77,15 @@ def find_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
+def is_whole_object(text: str) -> bool:
+    """True when the whole text is one JSON object. A reply cut at its token limit may hold
+    a complete inner object (``"args": {...}``) that ``find_json_object`` would accept."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False
+
+
 def parse_action(text: str) -> Action | None:
     """Parse one JSON action from a model's reply, or return None when there is none."""
     obj = find_json_object(text)

@@ -17,7 +17,8 @@ A request's *turn* is the number of assistant messages it already carries, so pa
 conversations each see the same sequence. Rules are tried first, in order; a rule
 matches when every condition it gives holds. Otherwise ``replies[turn]`` answers, then
 ``default``. A reply is exactly one of ``content`` (a final answer), ``json`` (an object
-sent verbatim as the content), ``tool_calls`` or ``fault``, with optional ``usage``.
+sent verbatim as the content), ``cut`` (text sent verbatim as a reply cut at the token
+limit, ``finish_reason`` "length"), ``tool_calls`` or ``fault``, with optional ``usage``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class Reply(_Strict):
     """A final answer (rendered as a finish action in JSON-action mode)."""
     json_: dict[str, Any] | None = Field(default=None, alias="json")
     """An object sent verbatim as the content in every mode (router and verifier replies)."""
+    cut: str | None = None
+    """Text sent verbatim as the content with finish_reason "length", as a server does when
+    a reply reaches max_tokens: ``{"action": "search_documents", "args": {"query": "sel``."""
     tool_calls: list[ScriptedCall] | None = Field(default=None, min_length=1)
     """Tool calls (JSON-action mode renders only the first)."""
     fault: FaultKind | None = None
@@ -78,12 +82,12 @@ class Reply(_Strict):
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Reply:
-        kinds = ("content", "json_", "tool_calls", "fault")
+        kinds = ("content", "json_", "cut", "tool_calls", "fault")
         given = [k for k in kinds if getattr(self, k) is not None]
         if len(given) != 1:
             names = ", ".join(g.rstrip("_") for g in given) or "none"
             raise ValueError(
-                f"a reply needs exactly one of content, json, tool_calls, fault (got {names})"
+                f"a reply needs exactly one of content, json, cut, tool_calls, fault (got {names})"
             )
         return self
 

@@ -168,6 +168,9 @@ def render_completion(
     finish_reason = "stop"
     if reply.json_ is not None:
         message["content"] = json.dumps(reply.json_, ensure_ascii=False)
+    elif reply.cut is not None:
+        message["content"] = reply.cut
+        finish_reason = "length"
     elif reply.content is not None:
         message["content"] = render_finish(reply.content) if constrained else reply.content
     elif reply.tool_calls and native:

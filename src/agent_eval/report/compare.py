@@ -1,6 +1,6 @@
 """Compare two runs paired by task id, and say in plain words whether the change is real.
 
-Two claims are kept apart (STATS.md): (a) "B is better on tasks like these", about the
+Two claims are kept apart (docs/statistics.md): (a) "B is better on tasks like these", about the
 population of tasks, tested with the paired t test; and (b) "B beats A on exactly this
 suite", tested with the exact within-task permutation test. The verdict names which
 claim it makes.
@@ -133,9 +133,18 @@ def compare_runs(
         "mde": plan.mde,
         "worse_beyond_noise": worse,
         "per_task": [_task_change(tasks_a[t], tasks_b[t]) for t in shared],
+        "not_estimable": _not_estimable(paired, plan),
     }
     result["verdict"] = verdict(result)
     return result
+
+
+def _not_estimable(paired: stats.PairedComparison, plan: planning.Plan) -> dict[str, str]:
+    """Why each figure of the comparison that is null could not be estimated, by its key."""
+    why: dict[str, str] = {}
+    if paired.difference.why_not is not None:
+        why["se_paired"] = why["ci95"] = paired.difference.why_not
+    return {**why, **paired.not_estimable, **plan.not_estimable}
 
 
 def _test_name(pairs: list[stats.PairCount], permutation: PermutationTest) -> str:
@@ -155,11 +164,16 @@ def _p(value: float | None) -> str:
 
 def _planning_sentence(r: dict[str, Any]) -> str:
     power = f"{r['power']:.0%} power at alpha {r['alpha']:g}"
-    mde = (
-        f" The smallest difference these {r['tasks']} tasks can detect is about {r['mde']:.3f}."
-        if r["mde"] is not None
-        else ""
-    )
+    why = r["not_estimable"]
+    mde = ""
+    if r["mde"] is not None:
+        mde = (
+            f" The smallest difference these {r['tasks']} tasks can detect is about {r['mde']:.3f}."
+        )
+    elif "mde" in why:
+        mde = f" The smallest difference they can detect cannot be estimated: {why['mde']}."
+    if r["tasks"] < 2 or why.get("repeats_needed") == planning.NO_VARIATION:
+        return f"Nothing can be planned from these runs: {why['repeats_needed']}."
     if r["sigma2_a"] is None or r["sigma2_b"] is None:
         return (
             "Repeats >= 2 per task are needed to plan: with one attempt per task, attempt "
@@ -200,6 +214,8 @@ def verdict(r: dict[str, Any]) -> str:
     )
     if r["ci95"] is not None:
         head += f" (95% interval [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}])"
+    elif "ci95" in r["not_estimable"]:
+        head += f" (its interval cannot be estimated: {r['not_estimable']['ci95']})"
     fixed_ok = r["p_fixed_suite"] <= alpha and diff != 0
     pop_ok = r["p_population"] is not None and r["p_population"] <= alpha and diff != 0
     if fixed_ok:
@@ -216,6 +232,11 @@ def verdict(r: dict[str, Any]) -> str:
         claim_a = (
             f"Claim (a), on tasks like these: B is {direction} A (paired t p "
             f"{_p(r['p_population'])})."
+        )
+    elif r["p_population"] is None and "p_population" in r["not_estimable"]:
+        claim_a = (
+            "Claim (a), on tasks like these: not shown; the paired t test cannot be "
+            f"computed ({r['not_estimable']['p_population']})."
         )
     else:
         claim_a = (

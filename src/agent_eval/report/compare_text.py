@@ -7,7 +7,15 @@ from typing import Any
 
 from rich.table import Table
 
-from agent_eval.report.text import PLAIN_ABOVE, fmt, fmt_interval, fmt_p, plain_table, render_tables
+from agent_eval.report.text import (
+    NOT_ESTIMABLE,
+    PLAIN_ABOVE,
+    fmt,
+    fmt_interval,
+    fmt_p,
+    plain_table,
+    render_tables,
+)
 
 CHANGE_COLUMNS = ("task", "category", "A", "B", "change")
 
@@ -37,32 +45,60 @@ def _changes(result: dict[str, Any]) -> Table | str:
     return table
 
 
+FIGURE_NAMES = {
+    "ci95": "95% interval",
+    "se_paired": "SE paired",
+    "se_unpaired": "SE unpaired",
+    "correlation": "correlation",
+    "p_population": "paired t p",
+    "repeats_needed": "repeats needed",
+    "mde": "minimum detectable difference",
+}
+"""The figures of the table whose reason is listed below it when they cannot be estimated."""
+
+
 def _figures(r: dict[str, Any]) -> Table:
-    table = Table(title="Paired by task", title_justify="left")
-    table.add_column("figure")
-    table.add_column("value")
+    why = r["not_estimable"]
+
+    def shown(key: str, text: str) -> str:
+        return NOT_ESTIMABLE if key in why else text
+
     plan = (
-        "none is enough: add tasks"
-        if r["repeats_needed"] is None and r["omega2"] is not None
-        else "needs 2+ attempts per task"
-        if r["repeats_needed"] is None
-        else str(r["repeats_needed"])
+        str(r["repeats_needed"])
+        if r["repeats_needed"] is not None
+        else NOT_ESTIMABLE
+        if "repeats_needed" in why
+        else "none is enough: add tasks"
     )
     rows = [
         ("tasks paired", str(r["tasks"])),
         ("mean A (over tasks)", fmt(r["mean_a"])),
         ("mean B (over tasks)", fmt(r["mean_b"])),
-        ("difference B - A", f"{fmt(r['difference'])}  95% {fmt_interval(r['ci95'])}"),
-        ("SE paired / unpaired", f"{fmt(r['se_paired'])} / {fmt(r['se_unpaired'])}"),
-        ("correlation A, B", fmt(r["correlation"])),
+        ("difference B - A",
+         f"{fmt(r['difference'])}  95% {shown('ci95', fmt_interval(r['ci95']))}"),
+        ("SE paired / unpaired", f"{shown('se_paired', fmt(r['se_paired']))} / "
+                                 f"{shown('se_unpaired', fmt(r['se_unpaired']))}"),
+        ("correlation A, B", shown("correlation", fmt(r["correlation"]))),
         ("p, this suite", f"{fmt_p(r['p_fixed_suite'])} ({r['fixed_suite_test']})"),
-        ("p, tasks like these (paired t)", fmt_p(r["p_population"])),
+        ("p, tasks like these (paired t)", shown("p_population", fmt_p(r["p_population"]))),
         (f"repeats needed (delta {r['delta']:.3f})", plan),
-        ("minimum detectable difference", fmt(r["mde"])),
-    ]
+        ("minimum detectable difference", shown("mde", fmt(r["mde"]))),
+    ]  # fmt: skip
+    table = Table(title="Paired by task", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value")
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _reasons(r: dict[str, Any]) -> list[str]:
+    """One line per reason, naming the figures of the table it leaves unestimated."""
+    grouped: dict[str, list[str]] = {}
+    for key, name in FIGURE_NAMES.items():
+        if key in r["not_estimable"]:
+            grouped.setdefault(r["not_estimable"][key], []).append(name)
+    return [f"  {', '.join(names)}: {reason}" for reason, names in grouped.items()]
 
 
 def render_compare_text(result: dict[str, Any], width: int = 100) -> str:
@@ -77,6 +113,11 @@ def render_compare_text(result: dict[str, Any], width: int = 100) -> str:
     items += [
         _changes(result),
         _figures(result),
+    ]
+    reasons = _reasons(result)
+    if reasons:
+        items += [f"{NOT_ESTIMABLE}, and why:", *reasons]
+    items += [
         "verdict:",
         textwrap.fill(result["verdict"], width=width, initial_indent="  ", subsequent_indent="  "),
     ]

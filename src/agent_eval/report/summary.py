@@ -91,9 +91,12 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
     exact = figures.exact or {}
     counts = [(t.attempts, t.passes) for t in tasks]
     attempts, passed = counted.runs, counted.passed
-    task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1))
+    task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1), what="pass rate")
     at, hat = _pass_k(counts)
     split = stats.variance_split(counts)
+    within, between = (
+        (split.within, split.between) if isinstance(split, stats.VarianceSplit) else (None, None)
+    )
     roles: dict[str, int] = {}
     for row in rows:
         for role, tokens in (row.roles or {}).items():
@@ -116,8 +119,8 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "pass_at_k_se": {k: e.se for k, e in at.items()},
         "pass_hat_k": {k: e.mean for k, e in hat.items()},
         "pass_hat_k_se": {k: e.se for k, e in hat.items()},
-        "within_task_var": split.within if split else None,
-        "between_task_var": split.between if split else None,
+        "within_task_var": within,
+        "between_task_var": between,
         "unstable_tasks": [t.task_id for t in tasks if 0 < t.passes < t.attempts],
         "changed_files": [
             {"task_id": r.id, "attempt": r.attempt, "files": list(r.changed_files)}
@@ -135,8 +138,28 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "mean_tokens": exact.get("mean_tokens"),
         "tokens_by_role": dict(sorted(roles.items())) or None,
         "cost": ({**cost, "prices": results.prices} if priced else None),
+        "not_estimable": _not_estimable(task_est, at, hat, split),
     }
     return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
+
+
+def _not_estimable(
+    task_est: stats.MeanEstimate,
+    at: dict[str, stats.MeanEstimate],
+    hat: dict[str, stats.MeanEstimate],
+    split: stats.VarianceSplit | stats.NotEstimable,
+) -> dict[str, Any]:
+    """Why each figure of the summary that is null could not be estimated."""
+    why: dict[str, Any] = {}
+    if task_est.why_not is not None:
+        why["task_se"] = why["task_ci95"] = task_est.why_not
+    for key, estimates in (("pass_at_k_se", at), ("pass_hat_k_se", hat)):
+        reasons = {k: e.why_not for k, e in estimates.items() if e.why_not is not None}
+        if reasons:
+            why[key] = reasons
+    if isinstance(split, stats.NotEstimable):
+        why["within_task_var"] = why["between_task_var"] = split.reason
+    return why
 
 
 def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
@@ -148,7 +171,7 @@ def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
     for name, members in sorted(grouped.items()):
         attempts = sum(t.attempts for t in members)
         passed = sum(t.passes for t in members)
-        est = stats.mean_estimate([t.rate for t in members], bounds=(0, 1))
+        est = stats.mean_estimate([t.rate for t in members], bounds=(0, 1), what="pass rate")
         view[name] = {
             "tasks": len(members),
             "attempts": attempts,
@@ -157,5 +180,6 @@ def _categories(tasks: Sequence[TaskOutcome]) -> dict[str, dict[str, Any]]:
             "wilson95": list(stats.wilson_interval(passed, attempts)),
             "task_mean": est.mean,
             "task_ci95": _interval(est),
+            "not_estimable": {} if est.why_not is None else {"task_ci95": est.why_not},
         }
     return view

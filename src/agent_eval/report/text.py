@@ -42,8 +42,20 @@ def shown_k(ks: list[str]) -> list[str]:
     return [k for k in ks if int(k) <= 10 or k.rstrip("0") in ("1", "2", "5") or k == ks[-1]]
 
 
+NOT_ESTIMABLE = "cannot be estimated"
+"""Shown where a figure would be; the reason goes beside it."""
+
+
 def figure_rows(s: dict[str, Any]) -> list[list[str]]:
-    """The success figures every format shows: figure, value, 95% interval, note."""
+    """The success figures every format shows: figure, value, 95% interval, note.
+
+    A figure the run cannot estimate (one task, one attempt, no variation) says so and
+    why, instead of showing a zero-width interval or an SE of 0.
+    """
+    why = s["not_estimable"]
+    task_note = f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df"
+    if "task_ci95" in why:
+        task_note = f"SE and interval {NOT_ESTIMABLE}: {why['task_ci95']}"
     rows = [
         [
             "success rate",
@@ -54,21 +66,28 @@ def figure_rows(s: dict[str, Any]) -> list[list[str]]:
         [
             "mean over tasks",
             fmt(s["task_mean"]),
-            fmt_interval(s["task_ci95"]),
-            f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df",
+            NOT_ESTIMABLE if "task_ci95" in why else fmt_interval(s["task_ci95"]),
+            task_note,
         ],
     ]
     ks = shown_k(list(s["pass_at_k"]))
-    rows += [
-        [f"pass@{k}", fmt(s["pass_at_k"][k]), "", f"SE {fmt(s['pass_at_k_se'][k])}"] for k in ks
-    ]
-    rows += [
-        [f"pass^{k}", fmt(s["pass_hat_k"][k]), "", f"SE {fmt(s['pass_hat_k_se'][k])}"] for k in ks
-    ]
+    last = None  # a reason is given once; the rows after it that share it say so
+    for name, key in (("pass@", "pass_at_k"), ("pass^", "pass_hat_k")):
+        reasons = why.get(f"{key}_se", {})
+        for k in ks:
+            note = f"SE {fmt(s[f'{key}_se'][k])}"
+            if k in reasons:
+                same = reasons[k] == last
+                note = f"SE {NOT_ESTIMABLE}" + (", as above" if same else f": {reasons[k]}")
+                last = reasons[k]
+            rows.append([f"{name}{k}", fmt(s[key][k]), "", note])
     if s["within_task_var"] is None:
-        rows.append(["variance split", "-", "", "needs 2 or more attempts per task"])
+        rows.append(["variance split", "-", "", f"{NOT_ESTIMABLE}: {why['within_task_var']}"])
     else:
-        rows.append(["within-task var", fmt(s["within_task_var"], 4), "", "attempt noise"])
+        noise = "attempt noise"
+        if s["within_task_var"] == 0:
+            noise += " (none seen: every task gave one verdict on every attempt)"
+        rows.append(["within-task var", fmt(s["within_task_var"], 4), "", noise])
         rows.append(
             [
                 "between-task var",

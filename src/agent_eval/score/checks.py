@@ -13,8 +13,8 @@ from typing import Any
 
 from agent_eval.records import Checks, FailureClass, StateOutcome, Task
 
-BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget"})
-"""Agent stop reasons that mean a budget ran out."""
+BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget", "reply_cut"})
+"""Agent stop reasons that mean a budget ran out (``reply_cut``: one reply's token limit)."""
 
 
 def tools_used(trajectory: Iterable[Mapping[str, Any]]) -> list[str]:

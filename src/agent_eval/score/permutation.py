@@ -1,6 +1,6 @@
 """The within-task permutation test: is B's success on exactly this suite different from
 A's beyond the luck of each task's attempts? Exact by convolution when feasible,
-seeded Monte Carlo otherwise (see STATS.md)."""
+seeded Monte Carlo otherwise (see docs/statistics.md)."""
 
 from __future__ import annotations
 

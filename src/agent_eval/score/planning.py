@@ -1,16 +1,23 @@
 """Planning a comparison: how many repeats or tasks it takes to see a difference, the
-smallest difference a design can see, and a seeded check of the power (STATS.md)."""
+smallest difference a design can see, and a seeded check of the power
+(docs/statistics.md)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from agent_eval.score.permutation import permutation_test
-from agent_eval.score.stats import PairCount, harmonic_repeats, norm_ppf, within_variance
+from agent_eval.score.stats import (
+    PairCount,
+    harmonic_repeats,
+    no_spread,
+    norm_ppf,
+    within_variance,
+)
 
 
 def z_sum(alpha: float = 0.05, power: float = 0.8) -> float:
@@ -93,28 +100,63 @@ class Plan:
     """Tasks needed at the current repeats."""
     mde: float | None
     """Minimum detectable difference at this many tasks and repeats."""
+    not_estimable: dict[str, str] = field(default_factory=dict)
+    """Why each figure above that is None cannot be estimated. ``repeats_needed`` is also
+    None, with no reason here, when it was estimated and no number of repeats is enough."""
+
+
+NO_VARIATION = (
+    "no attempt varied within its task and the difference was the same on every task: "
+    "a variance of 0 observed says nothing of the noise, so no precision can be claimed"
+)
+ONE_ATTEMPT = (
+    "one attempt per task; attempt noise cannot be told apart from real differences "
+    "between tasks: run 2 or more repeats to plan"
+)
 
 
 def plan_from_pairs(
     pairs: Sequence[PairCount], delta: float | None = None, alpha: float = 0.05, power: float = 0.8
 ) -> Plan:
-    """Estimate sigma², omega² and K from two runs and derive repeats, tasks and MDE."""
+    """Estimate sigma², omega² and K from two runs and derive repeats, tasks and MDE.
+
+    Where the runs cannot support a figure (too few tasks, one attempt each, no variation
+    at all, or no difference to plan for) it is None and ``not_estimable`` says why; a
+    variance of 0 never turns into a detectable difference of 0 or a single repeat.
+    """
     usable = [p for p in pairs if p[0] > 0 and p[2] > 0]
+    n = len(usable)
     diffs = [b / nb - a / na for na, a, nb, b in usable]
     target = abs(float(np.mean(diffs))) if delta is None and diffs else abs(delta or 0.0)
-    repeats = harmonic_repeats([n for p in usable for n in (p[0], p[2])])
+    repeats = harmonic_repeats([k for p in usable for k in (p[0], p[2])])
     s2a = within_variance([(p[0], p[1]) for p in usable])
     s2b = within_variance([(p[2], p[3]) for p in usable])
-    if repeats is None or s2a is None or s2b is None or len(usable) < 2:
+    derived = ("omega2", "repeats_needed", "tasks_needed", "mde")
+    if repeats is None or n < 2:
+        why = (
+            "no task has attempts in both runs" if n == 0 else "one task; planning needs 2 or more"
+        )
+        return Plan(repeats, s2a, s2b, None, target, None, None, None, dict.fromkeys(derived, why))
+    same_everywhere = no_spread(diffs)
+    if s2a is None or s2b is None:
+        missing = [name for name, value in (("sigma2_a", s2a), ("sigma2_b", s2b)) if value is None]
+        why_not = dict.fromkeys((*missing, *derived[:3]), ONE_ATTEMPT)
         mde = None
-        if repeats is not None and len(usable) >= 2:
+        if same_everywhere:
+            why_not["mde"] = f"{ONE_ATTEMPT}; and the difference was the same on every task"
+        else:
             # With one attempt the spread of d_i already holds both kinds of variance.
-            mde = minimum_detectable_difference(
-                len(usable), float(np.var(diffs, ddof=1)), 0.0, 0.0, 1.0, alpha, power
-            )
-        return Plan(repeats, s2a, s2b, None, target, None, None, mde)
+            spread = float(np.var(diffs, ddof=1))
+            mde = minimum_detectable_difference(n, spread, 0.0, 0.0, 1.0, alpha, power)
+        return Plan(repeats, s2a, s2b, None, target, None, None, mde, why_not)
     omega2 = max(0.0, float(np.var(diffs, ddof=1)) - (s2a + s2b) / repeats)
-    n = len(usable)
+    if s2a + s2b == 0 and same_everywhere:
+        why_not = dict.fromkeys(derived[1:], NO_VARIATION)
+        return Plan(repeats, s2a, s2b, 0.0, target, None, None, None, why_not)
+    why_not = {}
+    if target == 0:
+        tie = "the runs tie on average (a difference of 0): there is no difference to plan for"
+        why_not = dict.fromkeys(derived[1:3], tie)
     return Plan(
         repeats,
         s2a,
@@ -124,6 +166,7 @@ def plan_from_pairs(
         repeats_needed(n, target, omega2, s2a, s2b, alpha, power),
         tasks_needed(target, omega2, s2a, s2b, repeats, alpha, power),
         minimum_detectable_difference(n, omega2, s2a, s2b, repeats, alpha, power),
+        why_not,
     )
 
 

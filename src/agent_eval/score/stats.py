@@ -2,8 +2,12 @@
 
 Every function is pure: no I/O, no clock, and randomness only from a seeded numpy
 Generator that the caller passes in or seeds. Attempts are nested in tasks, so each
-task is reduced to its own mean first (see STATS.md); treating attempts as
+task is reduced to its own mean first (docs/statistics.md); treating attempts as
 independent would understate every standard error.
+
+Where the data cannot estimate a figure (no task, one task, one attempt, or no variation
+at all) the figure is None and a reason in words says why, so that no report prints a
+zero-width interval or a zero standard error as if it were a measured certainty.
 
 A task's outcome is given as ``(attempts, passes)``; a pair of runs on one task as
 ``(attempts_a, passes_a, attempts_b, passes_b)``.
@@ -46,6 +50,14 @@ def _t_sf(x: float, df: int) -> float:
 
 
 @dataclass(frozen=True)
+class NotEstimable:
+    """A figure the data cannot estimate, and why, in words for the reader."""
+
+    reason: str
+    """Why, for example "one attempt per task; the split needs 2 or more"."""
+
+
+@dataclass(frozen=True)
 class MeanEstimate:
     """A mean over tasks with its standard error and t-interval; None where undefined."""
 
@@ -59,6 +71,8 @@ class MeanEstimate:
     """Lower end of the t-interval."""
     hi: float | None
     """Upper end of the t-interval."""
+    why_not: str | None = None
+    """Why ``se`` and the interval are None: no task, one task, or every task the same."""
 
 
 @dataclass(frozen=True)
@@ -85,20 +99,34 @@ def wilson_interval(passes: int, attempts: int, confidence: float = 0.95) -> tup
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def no_spread(values: Sequence[float]) -> bool:
+    """True when the values are all equal (up to rounding: 2/3 - 1/3 is not 1/3 in floats)."""
+    return not values or max(values) - min(values) <= 1e-12
+
+
 def mean_estimate(
-    values: Sequence[float], confidence: float = 0.95, bounds: tuple[float, float] | None = None
+    values: Sequence[float],
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+    what: str = "value",
 ) -> MeanEstimate:
     """Mean of per-task values with SE over tasks and a t-interval on n-1 df.
 
     ``bounds`` clips the interval to the values' possible range, (0, 1) for rates: with
-    few tasks a t-interval can otherwise reach past what the mean could ever be.
+    few tasks a t-interval can otherwise reach past what the mean could ever be. When
+    every task has the same value the sample spread is 0, and an SE of 0 would claim
+    certainty that no variation was seen to support: the SE and interval are then None,
+    with the reason (``what`` names the value in it).
     """
     n = len(values)
     if n == 0:
-        return MeanEstimate(0, None, None, None, None)
+        return MeanEstimate(0, None, None, None, None, "no task to estimate from")
     mean = float(np.mean(values))
     if n == 1:
-        return MeanEstimate(1, mean, None, None, None)
+        return MeanEstimate(1, mean, None, None, None, "one task; a spread needs 2 or more")
+    if no_spread(values):
+        why = f"every task has the same {what} ({mean:.3f}); no spread to estimate from"
+        return MeanEstimate(n, mean, None, None, None, why)
     se = float(np.std(values, ddof=1)) / math.sqrt(n)
     half = _t_ppf(0.5 + confidence / 2, n - 1) * se
     lo, hi = mean - half, mean + half
@@ -128,12 +156,14 @@ def within_variance(counts: Sequence[TaskCount]) -> float | None:
     return float(np.mean([n / (n - 1) * (c / n) * (1 - c / n) for n, c in counts]))
 
 
-def variance_split(counts: Sequence[TaskCount]) -> VarianceSplit | None:
-    """Within-task and between-task variance; None when some task has fewer than 2 attempts."""
+def variance_split(counts: Sequence[TaskCount]) -> VarianceSplit | NotEstimable:
+    """Within-task and between-task variance, or why they cannot be told apart."""
     within = within_variance(counts)
     repeats = harmonic_repeats([n for n, _ in counts])
-    if within is None or repeats is None or len(counts) < 2:
-        return None
+    if len(counts) < 2:
+        return NotEstimable("one task; the split between tasks needs 2 or more")
+    if within is None or repeats is None:
+        return NotEstimable("some task has one attempt; the split needs 2 or more per task")
     spread = float(np.var(task_means(counts), ddof=1))
     return VarianceSplit(within, max(0.0, spread - within / repeats), repeats)
 
@@ -193,6 +223,9 @@ class PairedComparison:
     """Pearson correlation of m_A with m_B; None when either has no spread."""
     p_population: float | None
     """Two-sided paired t p-value (claim: on tasks like these); None when undefined."""
+    not_estimable: dict[str, str]
+    """Why each of se_unpaired, correlation and p_population is None, when it is
+    (``difference.why_not`` says it for the paired SE and interval)."""
 
 
 def paired_comparison(pairs: Sequence[PairCount], confidence: float = 0.95) -> PairedComparison:
@@ -201,14 +234,22 @@ def paired_comparison(pairs: Sequence[PairCount], confidence: float = 0.95) -> P
     m_a = [c / n for n, c, _, _ in usable]
     m_b = [c / n for _, _, n, c in usable]
     diffs = tuple(b - a for a, b in zip(m_a, m_b, strict=True))
-    diff = mean_estimate(diffs, confidence, bounds=(-1, 1))
-    est_a, est_b = mean_estimate(m_a), mean_estimate(m_b)
+    diff = mean_estimate(diffs, confidence, bounds=(-1, 1), what="difference")
+    est_a, est_b = mean_estimate(m_a, what="pass rate"), mean_estimate(m_b, what="pass rate")
+    why: dict[str, str] = {}
     se_unpaired = None
     if est_a.se is not None and est_b.se is not None:
         se_unpaired = math.hypot(est_a.se, est_b.se)
+    else:
+        why["se_unpaired"] = f"A: {est_a.why_not}" if est_a.se is None else f"B: {est_b.why_not}"
     correlation = None
-    if len(usable) >= 2 and np.std(m_a) > 0 and np.std(m_b) > 0:
+    if est_a.se is not None and est_b.se is not None:
         correlation = float(np.corrcoef(m_a, m_b)[0, 1])
+    else:
+        why["correlation"] = why["se_unpaired"]
+    p_population = _paired_t_p(diff)
+    if p_population is None:
+        why["p_population"] = str(diff.why_not)
     return PairedComparison(
         len(usable),
         est_a.mean,
@@ -217,17 +258,16 @@ def paired_comparison(pairs: Sequence[PairCount], confidence: float = 0.95) -> P
         diff,
         se_unpaired,
         correlation,
-        _paired_t_p(diff),
+        p_population,
+        why,
     )
 
 
 def _paired_t_p(diff: MeanEstimate) -> float | None:
+    # Identical differences on every task leave the t statistic undefined (0/0 or x/0):
+    # mean_estimate then gives no SE, and there is no p-value to give either.
     if diff.mean is None or diff.se is None:
         return None
-    if diff.se == 0:
-        # Identical differences on every task: no evidence either way when they are all
-        # zero, and a t statistic that does not exist otherwise.
-        return 1.0 if diff.mean == 0 else None
     t = diff.mean / diff.se
     return float(min(1.0, 2 * _t_sf(abs(t), diff.n - 1)))
 
