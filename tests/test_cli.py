@@ -104,7 +104,7 @@ def test_input_errors_are_one_line_exit_1(tmp_path: Path) -> None:
         (
             ("run", "--agent", "builtin:echo", "--tasks", "nope"),
             "Error: suite nope: no such file and no shipped suite of that name "
-            "(shipped suites: ops-state, part26)\n",
+            "(shipped suites: cited, ops-state, part26)\n",
         ),
         (
             ("run", "--agent", "builtin:echo", "--option", "novalue"),

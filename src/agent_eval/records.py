@@ -28,12 +28,16 @@ the task does not ask for; 2 keeps the course harness's keys and values exactly.
 
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 
+Split = Literal["dev", "test"]
+"""A suite's or task's held-out role: tune on dev, report on test."""
+
 FailureClass = Literal["passed", "wrong_answer", "over_budget", "agent_error", "infra_error"]
 StopReason = Literal[
     "finished",
     "turn_limit",
     "token_budget",
     "time_budget",
+    "cost_budget",
     "repeated_call",
     "reply_cut",
     "model_error",
@@ -230,6 +234,26 @@ class StateOutcome(Strict):
     """Why it failed, or the tail of a command's output."""
 
 
+class Citation(Strict):
+    """A passage an answer rests on: the file it is in, and the words quoted from it."""
+
+    file: str
+    """The document's path relative to the workspace."""
+    quote: str
+    """Words from the document; matched ignoring case and runs of whitespace."""
+
+
+class BadCitation(Strict):
+    """A citation that the attempt's starting workspace does not bear out."""
+
+    file: str
+    """The file the agent named."""
+    quote: str
+    """The quote the agent gave (cut to 200 characters)."""
+    reason: str
+    """Why it failed: no such file, an empty quote, or a quote the file does not hold."""
+
+
 class Task(Strict):
     """One task of a suite: a question and the program-checkable outcome it expects."""
 
@@ -259,6 +283,13 @@ class Task(Strict):
     """Checks on the workspace after the agent stops (files, SQLite, commands)."""
     tools: list[str] | None = None
     """Tools beyond the read tools for this task; replaces the suite's list when given."""
+    expect_citations: list[str] | None = Field(default=None, min_length=1)
+    """Files of the workspace; the answer must cite at least one, and every quote must hold."""
+    group: str | None = Field(default=None, min_length=1)
+    """Tasks that are not independent (the document they depend on): `--cluster group`
+    makes the uncertainty cluster-robust over groups."""
+    split: Split | None = None
+    """dev (tune against it) or test (held out); replaces the suite's split when given."""
 
     @field_validator("id")
     @classmethod
@@ -271,6 +302,11 @@ class Task(Strict):
     @classmethod
     def _regex_compiles(cls, value: str | None) -> str | None:
         return compiling_pattern(value)
+
+    @field_validator("expect_citations")
+    @classmethod
+    def _cited_inside(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [inside_path(file) for file in value]
 
 
 class Suite(Strict):
@@ -288,6 +324,12 @@ class Suite(Strict):
     """The tasks, in order; at least one."""
     tools: list[str] | None = None
     """Tools beyond the read tools that every task grants, e.g. ["write_file", "edit_file"]."""
+    split: Split | None = None
+    """dev or test for every task that does not say otherwise; `run --split` selects one."""
+
+    def split_of(self, task: Task) -> str | None:
+        """The split ``task`` belongs to: its own, else the suite's."""
+        return task.split or self.split
 
     def tools_for(self, task: Task) -> list[str]:
         """The extra tools an agent gets for ``task``: the task's list, else the suite's."""
@@ -320,6 +362,14 @@ class Checks(Strict):
     """Whether the tokens were within max_tokens; true when the task has no limit."""
     within_seconds: bool = True
     """Whether the wall time was within max_seconds; true when the task has no limit."""
+    within_cost: bool = True
+    """Whether the attempt's cost was within --max-cost-per-task; true without that limit,
+    or when the cost is unknown (separate prices and no prompt/completion split)."""
+    citations_ok: bool = True
+    """Whether every citation held and one named an expected file; true when the task
+    has no expect_citations."""
+    bad_citations: list[BadCitation] = Field(default_factory=list)
+    """Citations the starting workspace does not bear out, on every task."""
     state: list[StateOutcome] = Field(default_factory=list)
     """Each expect_state check's outcome, in the task's order."""
 
@@ -351,3 +401,5 @@ class AgentReply(Strict):
     """The agent's JSON records, written after the meta line."""
     roles: dict[str, int] | None = None
     """Tokens per role, for multi-role agents."""
+    citations: list[Citation] = Field(default_factory=list)
+    """The passages the answer rests on, each verified against the starting workspace."""

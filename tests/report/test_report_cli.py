@@ -100,7 +100,7 @@ def test_text_with_price(agent_eval: Invoke, make_results: Callable[..., Path]) 
     path = make_results({"a": [True, False]}, prices={"per_million": 2.0})
     code, out, _ = agent_eval("report", path)
     assert code == 0
-    assert "cost          0.0046 total, 0.0023 per attempt (per_million=2.0)" in out.splitlines()
+    assert "cost          0.00460 total, 0.00230 per attempt (per_million=2.0)" in out.splitlines()
 
 
 def test_markdown(agent_eval: Invoke, results: Path) -> None:

@@ -47,6 +47,10 @@ class AgentConfig:
     """Tokens allowed, prompt and completion."""
     max_seconds: float | None
     """Seconds allowed."""
+    max_cost: float | None
+    """Cost allowed at ``prices``; checked before every model call."""
+    prices: dict[str, float | None]
+    """The user's prices per million tokens, when the harness was given any."""
     temperature: float | None
     """Sampling temperature; the server's default when None."""
     reply_tokens: int
@@ -83,6 +87,8 @@ class AgentConfig:
             max_steps=int(limits.get("max_steps") or DEFAULT_MAX_STEPS),
             max_tokens=_number(options, limits, "max_tokens", int),
             max_seconds=_number(options, limits, "max_seconds", float),
+            max_cost=_number(options, limits, "max_cost", float),
+            prices=_prices(options.get("prices")),
             temperature=_number(options, {}, "temperature", float),
             reply_tokens=_number(options, {}, "reply_tokens", int) or 1024,
             timeout=_number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT,
@@ -97,6 +103,17 @@ def _number(options: dict[str, Any], limits: dict[str, Any], key: str, kind: typ
         return kind(value)
     except (TypeError, ValueError):
         raise ConfigError(f"option {key}={value!r}: expected a number") from None
+
+
+def _prices(value: Any) -> dict[str, float | None]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"option prices={value!r}: expected per_million or input/output prices")
+    try:
+        return {str(k): None if v is None else float(v) for k, v in value.items()}
+    except (TypeError, ValueError):
+        raise ConfigError(f"option prices={value!r}: expected numbers") from None
 
 
 class ClientPool:

@@ -11,9 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agent_eval.agents.citing import Sources
 from agent_eval.agents.config import AgentConfig
 from agent_eval.errors import ConfigError, ModelEndpointError
 from agent_eval.models.client import ChatClient, ChatReply
+from agent_eval.score.cost import attempt_cost
 from agent_eval.tools import Observation, ToolContext, run_tool
 
 RECORD_CHARS = 2000
@@ -42,6 +44,8 @@ class Session:
         self.completion_tokens = 0
         self.roles: dict[str, int] = {}
         self.trajectory: list[dict[str, Any]] = []
+        self.sources = Sources()
+        """What searches and reads showed, so the answer can cite the lines it rests on."""
         self.notes: list[str] = []
         """Remarks for the stop record's detail (a fallback taken, a role skipped)."""
         self._started = time.monotonic()
@@ -50,6 +54,12 @@ class Session:
     def tokens(self) -> int:
         """Tokens used so far."""
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """Cost so far at the user's prices; None when none was given."""
+        return attempt_cost(self.tokens, self.prompt_tokens, self.completion_tokens,
+                            self.config.prices)  # fmt: skip
 
     @property
     def steps_left(self) -> int:
@@ -63,6 +73,9 @@ class Session:
             raise Stop("turn_limit", f"{self.steps} of {cfg.max_steps} steps used")
         if cfg.max_tokens is not None and self.tokens >= cfg.max_tokens:
             raise Stop("token_budget", f"{self.tokens} of {cfg.max_tokens} tokens used")
+        cost = self.cost
+        if cfg.max_cost is not None and cost is not None and cost >= cfg.max_cost:
+            raise Stop("cost_budget", f"{cost:.6g} of {cfg.max_cost:g} cost used")
         elapsed = time.monotonic() - self._started
         if cfg.max_seconds is not None and elapsed >= cfg.max_seconds:
             raise Stop("time_budget", f"{elapsed:.1f} of {cfg.max_seconds:g} seconds used")
@@ -132,6 +145,8 @@ class Session:
             )
         else:
             seen = run_tool(name, self.context, args)
+            if not seen.error:
+                self.sources.add_observation(name, args, seen.result)
         self.steps += 1
         self.trajectory.append(
             {
@@ -176,6 +191,9 @@ class Session:
         }
         if self.per_role:
             result["roles"] = dict(self.roles)
+        citations = self.sources.cite(answer) if answer else []
+        if citations:
+            result["citations"] = citations
         if infra is not None:
             result["infra_error"] = infra
         return result

@@ -44,3 +44,14 @@ text_or_json = click.option(
     help="text for people, json for machines.",
 )
 """The --format option of commands that print for people or for machines."""
+
+
+def emit_report(text: str, fmt: str, out: str | None) -> None:
+    """Print a report, or write it to ``out`` and say so on stderr."""
+    if out:
+        from agent_eval.report import write_output
+
+        write_output(text, out)
+        click.echo(f"{fmt} report written to {out}", err=True)
+    else:
+        click.echo(text, nl=False)

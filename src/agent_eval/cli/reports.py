@@ -7,33 +7,73 @@ from pathlib import Path
 
 import click
 
-from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, text_or_json
+from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, emit_report, text_or_json
+
+cluster_option = click.option(
+    "--cluster",
+    default="none",
+    show_default=True,
+    type=click.Choice(["none", "group", "category"]),
+    help="Make SEs, intervals and repeats needed cluster-robust over task groups or "
+    "categories; none keeps one cluster per task.",
+)
 
 
 @click.command()
-@click.argument("results")
+@click.argument("results", nargs=-1, required=True)
 @click.option(
     "--format",
     "fmt",
     default="text",
     show_default=True,
     type=click.Choice(["text", "markdown", "junit", "html", "json"]),
-    help="text for a terminal, markdown for a CI step summary, junit for CI dashboards, "
-    "html for one self-contained page with plots, json for machines.",
+    help="text for a terminal, markdown for a CI step summary, junit for CI dashboards "
+    "(one run), html for one self-contained page with plots, json for machines.",
 )
 @click.option("--out", help="Write the report to this file instead of printing it.")
-def report(results: str, fmt: str, out: str | None) -> int:
+@click.option(
+    "--baseline",
+    help="With several runs: pair every run against this results file (default: the first).",
+)
+@click.option(
+    "--allow-suite-change",
+    is_flag=True,
+    help="With several runs: pair the shared task ids even though the suite hashes differ.",
+)
+@cluster_option
+def report(
+    results: tuple[str, ...],
+    fmt: str,
+    out: str | None,
+    baseline: str | None,
+    allow_suite_change: bool,
+    cluster: str,
+) -> int:
     """Report one run from its RESULTS file alone: success with intervals, pass@k and
     pass^k, the variance split, unstable tasks, failure classes, tokens and cost.
-    """
-    from agent_eval.report import load_results, render_report, write_output
 
-    text = render_report(load_results(results), fmt)
-    if out:
-        write_output(text, out)
-        click.echo(f"{fmt} report written to {out}", err=True)
+    With several RESULTS files: one table, a row per configuration (success with its
+    interval, mean steps, tokens and seconds, cost), then each run's paired verdict
+    against the first (or --baseline).
+    """
+    from agent_eval.report import load_results, render_report
+
+    if len(results) == 1 and baseline is None:
+        text = render_report(load_results(results[0]), fmt, cluster)
     else:
-        click.echo(text, nl=False)
+        from agent_eval.report.multi import multi_report
+        from agent_eval.report.multi_render import check_multi_format, render_multi
+
+        check_multi_format(fmt)
+        runs = [load_results(path) for path in results]
+        doc = multi_report(
+            runs,
+            baseline=load_results(baseline) if baseline else None,
+            allow_suite_change=allow_suite_change,
+            cluster=cluster,
+        )
+        text = render_multi(doc, fmt)
+    emit_report(text, fmt, out)
     return EXIT_OK
 
 
@@ -70,6 +110,7 @@ def report(results: str, fmt: str, out: str | None) -> int:
     is_flag=True,
     help="Pair the shared task ids even though the suite hashes differ.",
 )
+@cluster_option
 def compare(
     a: str,
     b: str,
@@ -79,6 +120,7 @@ def compare(
     delta: float | None,
     fail_if_worse: bool,
     allow_suite_change: bool,
+    cluster: str,
 ) -> int:
     """Compare run B against run A, paired by task id, and say whether the change is real."""
     from agent_eval.report import compare_runs, load_results, render_compare
@@ -90,6 +132,7 @@ def compare(
         power=power,
         delta=delta,
         allow_suite_change=allow_suite_change,
+        cluster=cluster,
     )
     click.echo(render_compare(result, fmt), nl=False)
     for path in result["unverified_suites"]:
@@ -104,14 +147,25 @@ def compare(
     return EXIT_OK
 
 
+max_test_looks_option = click.option(
+    "--max-test-looks",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Warn when one suite version's test split has been evaluated more often than this.",
+)
+
+
 @click.command()
 @click.option("--labbook", required=True, help="The JSON-lines file runs appended to.")
 @text_or_json
-def history(labbook: str, fmt: str) -> int:
-    """List the runs in a labbook over time, and flag suites changed without a version bump."""
+@max_test_looks_option
+def history(labbook: str, fmt: str, max_test_looks: int) -> int:
+    """List the runs in a labbook over time, and flag suites changed without a version
+    bump and test splits evaluated too often."""
     from agent_eval.report import read_history, render_history
 
-    click.echo(render_history(read_history(labbook), fmt), nl=False)
+    click.echo(render_history(read_history(labbook), fmt, max_test_looks), nl=False)
     return EXIT_OK
 
 

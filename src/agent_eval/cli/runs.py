@@ -91,6 +91,23 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--cost-per-million", type=float, help="Your price per million tokens.")
 @click.option("--input-cost-per-million", type=float, help="Your price per million input tokens.")
 @click.option("--output-cost-per-million", type=float, help="Your price per million output tokens.")
+@click.option(
+    "--max-cost-per-task",
+    type=float,
+    help="Cost budget of one attempt at your price; past it the attempt is over_budget.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "test"]),
+    help="Keep only the tasks of this split; every test run is recorded in the labbook.",
+)
+@click.option(
+    "--max-test-looks",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Warn when this suite version's test split has been evaluated more often than this.",
+)
 @click.option("--quant", help="Quantisation label recorded with the run, e.g. Q4_K_M.")
 @click.option("--engine", help="Inference engine recorded with the run, e.g. llama.cpp.")
 @click.option("--engine-version", help="Engine version recorded with the run.")
@@ -173,10 +190,13 @@ def run(**flags: Any) -> int:
         resume=optional_path(flags["resume"]),
         seed=flags["seed"],
         shuffle=flags["shuffle"],
+        max_cost_per_task=flags["max_cost_per_task"],
+        split=flags["split"],
     )
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
+    config = record_held_out(prepared)
     exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
@@ -206,10 +226,40 @@ def run(**flags: Any) -> int:
         click.echo(line)
     if config.out is not None:
         click.echo(f"results written to {config.out}", err=True)
+    if "test" in prepared.splits and config.labbook is not None and not report.interrupted:
+        suite = prepared.loaded.suite
+        warn_test_looks(config.labbook, flags["max_test_looks"], (suite.name, suite.version))
     if report.interrupted:
         click.echo("Error: interrupted; the attempts that finished were written", err=True)
         return EXIT_INTERRUPTED
     return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+def record_held_out(prepared: Any) -> Any:
+    """The run's config, with the default labbook when it evaluates test-split tasks and
+    names none: every look at held-out tasks is counted, asked for or not."""
+    if "test" in prepared.splits and prepared.config.labbook is None:
+        prepared.config = replace(prepared.config, labbook=default_labbook())
+    return prepared.config
+
+
+def default_labbook() -> Path:
+    """Where test-split runs are recorded without --labbook: $AGENT_EVAL_LABBOOK, else
+    agent-eval/labbook.jsonl in the user's data folder ($XDG_DATA_HOME or ~/.local/share)."""
+    named = os.environ.get("AGENT_EVAL_LABBOOK")
+    if named:
+        return Path(named)
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "agent-eval" / "labbook.jsonl"
+
+
+def warn_test_looks(labbook: Path, max_looks: int, suite: tuple[str, str]) -> None:
+    """Say where the test run was recorded, and warn once the split was looked at too often."""
+    from agent_eval.report.history import overlooked, read_history
+
+    click.echo(f"test split: this run is recorded in {labbook}", err=True)
+    for warning in overlooked(read_history(labbook), max_looks, suite):
+        click.echo(f"Warning: {warning}", err=True)
 
 
 def _otlp_exporter(flags: dict[str, Any]) -> Any:

@@ -13,7 +13,12 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.report.compare import compare_runs
 from agent_eval.report.compare_text import render_compare_text
-from agent_eval.report.history import read_history, render_history_text
+from agent_eval.report.history import (
+    DEFAULT_MAX_TEST_LOOKS,
+    overlooked,
+    read_history,
+    render_history_text,
+)
 from agent_eval.report.summary import summarise_run
 from agent_eval.results import RunResults, TaskOutcome, load_results
 
@@ -37,9 +42,9 @@ __all__ = [
 ]
 
 
-def render_report(results: RunResults, fmt: str = "text") -> str:
-    """One run's report in the given format."""
-    report = summarise_run(results)
+def render_report(results: RunResults, fmt: str = "text", cluster: str = "none") -> str:
+    """One run's report in the given format, its tasks clustered by ``cluster``."""
+    report = summarise_run(results, cluster)
     if fmt == "text":
         from agent_eval.report.text import render_text
 
@@ -71,12 +76,14 @@ def render_compare(result: dict[str, Any], fmt: str = "text") -> str:
     raise ConfigError(f"compare: unknown format {fmt!r} (use text or json)")
 
 
-def render_history(history: dict[str, Any], fmt: str = "text") -> str:
-    """A labbook history as text or JSON."""
+def render_history(
+    history: dict[str, Any], fmt: str = "text", max_looks: int = DEFAULT_MAX_TEST_LOOKS
+) -> str:
+    """A labbook history as text or JSON; both warn of a test split looked at too often."""
     if fmt == "json":
-        return to_json(history)
+        return to_json({**history, "warnings": overlooked(history, max_looks)})
     if fmt == "text":
-        return render_history_text(history)
+        return render_history_text(history, max_looks=max_looks)
     raise ConfigError(f"history: unknown format {fmt!r} (use text or json)")
 
 

@@ -8,12 +8,16 @@ claim it makes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.report.four import paired_figures
+from agent_eval.report.summary import task_clusters
 from agent_eval.report.text import short_hash
 from agent_eval.results import RunResults, TaskOutcome
 from agent_eval.score import planning, stats
+from agent_eval.score.clusters import clustered_mean, clustered_t_p, effective_variance
 from agent_eval.score.permutation import PermutationTest, permutation_test
 
 
@@ -72,8 +76,13 @@ def compare_runs(
     power: float = 0.8,
     delta: float | None = None,
     allow_suite_change: bool = False,
+    cluster: str = "none",
 ) -> dict[str, Any]:
-    """The paired comparison of run B against run A, as the compare JSON contract."""
+    """The paired comparison of run B against run A, as the compare JSON contract.
+
+    ``cluster`` (none, group, category) makes the paired SE, interval, t test and the
+    planning figures cluster-robust; the exact permutation test is within tasks either way.
+    """
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ConfigError(
             f"compare: --alpha {alpha} and --power {power} must each lie "
@@ -100,7 +109,19 @@ def compare_runs(
     paired = stats.paired_comparison(pairs, 1 - alpha)
     permutation = permutation_test(pairs)
     plan = planning.plan_from_pairs(pairs, delta, alpha, power)
-    d = paired.difference
+    d, p_population, clusters = paired.difference, paired.p_population, len(shared)
+    if cluster != "none":
+        found = clustered_mean(list(paired.differences),
+                               task_clusters([tasks_a[t] for t in shared], cluster),
+                               1 - alpha, bounds=(-1, 1))  # fmt: skip
+        d, p_population, clusters = found.estimate, clustered_t_p(found), found.clusters
+        spread = effective_variance(found)
+        plan = planning.plan_from_pairs(pairs, delta, alpha, power, diff_variance=spread)
+        if spread is None:  # one cluster, or no spread: there is nothing to plan from
+            why = dict.fromkeys(("omega2", "repeats_needed", "tasks_needed", "mde"),
+                                d.why_not or "no cluster-robust spread")  # fmt: skip
+            plan = replace(plan, omega2=None, repeats_needed=None, tasks_needed=None, mde=None,
+                           not_estimable={**plan.not_estimable, **why})  # fmt: skip
     worse = d.mean is not None and d.mean < 0 and permutation.p_value <= alpha
     result: dict[str, Any] = {
         "a": {"label": a.label, "run_id": a.run.run_id, "path": str(a.path)},
@@ -120,7 +141,8 @@ def compare_runs(
         "p_fixed_suite": permutation.p_value,
         "p_fixed_suite_exact": permutation.exact,
         "fixed_suite_test": _test_name(pairs, permutation),
-        "p_population": paired.p_population,
+        "p_population": p_population,
+        "cluster": {"by": cluster, "clusters": clusters},
         "alpha": alpha,
         "power": power,
         "delta": plan.delta,
@@ -132,6 +154,7 @@ def compare_runs(
         "tasks_needed": plan.tasks_needed,
         "mde": plan.mde,
         "worse_beyond_noise": worse,
+        "figures": paired_figures(a, b, shared, 1 - alpha),
         "per_task": [_task_change(tasks_a[t], tasks_b[t]) for t in shared],
         "not_estimable": _not_estimable(paired, plan),
     }
@@ -164,6 +187,12 @@ def _p(value: float | None) -> str:
 
 def _planning_sentence(r: dict[str, Any]) -> str:
     power = f"{r['power']:.0%} power at alpha {r['alpha']:g}"
+    if r["cluster"]["by"] != "none" and r["cluster"]["clusters"] < 2:
+        return (
+            f"All paired tasks fall in one {r['cluster']['by']} cluster, so the cluster-robust "
+            "uncertainty is undefined and nothing can be planned from it: add tasks from "
+            "other clusters, or report with --cluster none."
+        )
     why = r["not_estimable"]
     mde = ""
     if r["mde"] is not None:

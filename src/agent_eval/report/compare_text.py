@@ -7,12 +7,14 @@ from typing import Any
 
 from rich.table import Table
 
+from agent_eval.report.four import FIGURES
 from agent_eval.report.text import (
     NOT_ESTIMABLE,
     PLAIN_ABOVE,
     fmt,
     fmt_interval,
     fmt_p,
+    fmt_sig,
     plain_table,
     render_tables,
 )
@@ -84,6 +86,9 @@ def _figures(r: dict[str, Any]) -> Table:
         (f"repeats needed (delta {r['delta']:.3f})", plan),
         ("minimum detectable difference", shown("mde", fmt(r["mde"]))),
     ]  # fmt: skip
+    if r["cluster"]["by"] != "none":
+        rows.insert(5, ("clustered by", f"{r['cluster']['by']} ({r['cluster']['clusters']} "
+                        "clusters; SE, interval, t test and planning)"))  # fmt: skip
     table = Table(title="Paired by task", title_justify="left")
     table.add_column("figure")
     table.add_column("value")
@@ -99,6 +104,36 @@ def _reasons(r: dict[str, Any]) -> list[str]:
         if key in r["not_estimable"]:
             grouped.setdefault(r["not_estimable"][key], []).append(name)
     return [f"  {', '.join(names)}: {reason}" for reason, names in grouped.items()]
+
+
+def four_numbers(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Success, steps, tokens, seconds and cost: A, B, the paired B - A and its interval."""
+    rows = [("success (mean over tasks)", fmt(r["mean_a"]), fmt(r["mean_b"]),
+             f"{r['difference']:+.3f}" if r["difference"] is not None else "-",
+             fmt_interval(r["ci95"]))]  # fmt: skip
+    for name in FIGURES:
+        f = r["figures"][name]
+        label = "cost per attempt" if name == "cost" else f"mean {name}"
+        if f["difference"] is None:
+            why = "not priced" if name == "cost" else "-"
+            rows.append((label, fmt_sig(f["a"]), fmt_sig(f["b"]), why, ""))
+            continue
+        interval = (
+            "-" if f["ci95"] is None else f"[{fmt_sig(f['ci95'][0])}, {fmt_sig(f['ci95'][1])}]"
+        )
+        sign = "+" if f["difference"] > 0 else ""
+        rows.append((label, fmt_sig(f["a"]), fmt_sig(f["b"]), sign + fmt_sig(f["difference"]),
+                     interval))  # fmt: skip
+    return rows
+
+
+def _four_table(r: dict[str, Any]) -> Table:
+    table = Table(title="Four numbers and cost (mean over paired tasks)", title_justify="left")
+    for column in ("figure", "A", "B", "B - A", "95% interval"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for row in four_numbers(r):
+        table.add_row(*row)
+    return table
 
 
 def render_compare_text(result: dict[str, Any], width: int = 100) -> str:
@@ -118,6 +153,7 @@ def render_compare_text(result: dict[str, Any], width: int = 100) -> str:
     if reasons:
         items += [f"{NOT_ESTIMABLE}, and why:", *reasons]
     items += [
+        _four_table(result),
         "verdict:",
         textwrap.fill(result["verdict"], width=width, initial_indent="  ", subsequent_indent="  "),
     ]

@@ -41,6 +41,7 @@ def _entry(run: RunHead) -> dict[str, Any]:
         ),
         "total_tokens": summary.total_tokens if summary else None,
         "mean_tokens": summary.mean_tokens if summary else None,
+        "splits": list(run.splits or []),
     }
 
 
@@ -57,8 +58,38 @@ def suite_changes(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+DEFAULT_MAX_TEST_LOOKS = 3
+"""After this many evaluations of one test split, its numbers have been tuned against."""
+
+
+def test_looks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (suite, version), the runs that evaluated its test split: every look at the
+    held-out tasks since the version last changed."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        if "test" in run["splits"]:
+            seen.setdefault((run["suite"], run["suite_version"]), []).append(run["run_id"])
+    return [{"suite": suite, "version": version, "looks": len(ids), "run_ids": ids}
+            for (suite, version), ids in seen.items()]  # fmt: skip
+
+
+def overlooked(
+    history: dict[str, Any], max_looks: int, suite: tuple[str, str] | None = None
+) -> list[str]:
+    """A warning for each test split evaluated more than ``max_looks`` times; only for
+    ``suite`` (name, version) when given."""
+    return [
+        f"the test split of {look['suite']} {look['version']} has been evaluated "
+        f"{look['looks']} times since that version (more than {max_looks}); its numbers "
+        "have been tuned against: report them as dev figures, and bump the version with "
+        "fresh held-out tasks"
+        for look in history["test_looks"]
+        if look["looks"] > max_looks and suite in (None, (look["suite"], look["version"]))
+    ]
+
+
 def read_history(path: str | Path) -> dict[str, Any]:
-    """``{"runs": [...], "problems": [...], "suite_changes": [...]}``, runs oldest first.
+    """``{"runs", "problems", "suite_changes", "test_looks"}``, runs oldest first.
 
     Lines of every shape are listed, the course harness's too; a run that recorded no
     suite hash cannot show a suite change, and shows its hash as not recorded.
@@ -72,12 +103,15 @@ def read_history(path: str | Path) -> dict[str, Any]:
         "runs": runs,
         "problems": list(labbook.problems),
         "suite_changes": suite_changes([run for run in runs if run["suite_hash"] is not None]),
+        "test_looks": test_looks(runs),
     }
 
 
-def render_history_text(history: dict[str, Any], width: int = 120) -> str:
+def render_history_text(
+    history: dict[str, Any], width: int = 120, max_looks: int = DEFAULT_MAX_TEST_LOOKS
+) -> str:
     """The runs over time as a table, with warnings first so that they are seen."""
-    items: list[Table | str] = []
+    items: list[Table | str] = [f"WARNING: {line}" for line in overlooked(history, max_looks)]
     for change in history["suite_changes"]:
         parts = "; ".join(
             f"{short_hash(h)} in {', '.join(ids)}" for h, ids in change["hashes"].items()

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from agent_eval.report import plots
-from agent_eval.report.text import figure_rows, fmt, shown_k_note
+from agent_eval.report.text import figure_rows, fmt, fmt_sig, shown_k_note
 from agent_eval.results import Attempt, RunResults, TaskOutcome
 from agent_eval.results.summary import UNKNOWN_CLASS
 
@@ -29,6 +29,19 @@ pre { background: #f6f6f6; padding: 0.5rem; overflow-x: auto; white-space: pre-w
 figure { margin: 1rem 0; } figcaption { font-weight: 600; }
 svg { max-width: 100%; height: auto; }
 """
+
+
+def page_head(title: str) -> str:
+    """The page's head and its h1, from an already-escaped title."""
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # Defence in depth behind escaping: the page may load nothing and run no script.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'\">",
+        f"<title>{title}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{title}</h1>",
+    ])  # fmt: skip
 
 
 def _table(header: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
@@ -62,7 +75,14 @@ def _figures(s: dict[str, Any]) -> str:
         ],
     ]
     if s["cost"] is not None:
-        rows.append(["cost", fmt(s["cost"]["cost_total"], 4), "", "with the price given"])
+        per_attempt = fmt_sig(s["cost"]["cost_per_task"])
+        rows.append(["cost", fmt_sig(s["cost"]["cost_total"]), "",
+                     f"{per_attempt} per attempt, at the price given"])  # fmt: skip
+    rows += [
+        ["mean steps", fmt_sig(s["mean_steps"]), "", "per attempt"],
+        ["mean tokens", fmt_sig(s["mean_tokens"]), "", "per attempt"],
+        ["mean seconds", fmt_sig(s["mean_seconds"]), "", "per attempt"],
+    ]
     table = _table(
         ["figure", "value", "95% interval", "note"], [[escape(c) for c in row] for row in rows]
     )
@@ -202,16 +222,11 @@ def render_html(results: RunResults, report: dict[str, Any]) -> str:
     unstable = _unstable(s["unstable_tasks"], s["tasks"])
     return "\n".join(
         [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            # Defence in depth behind escaping: the page may load nothing and run no script.
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            "style-src 'unsafe-inline'\">",
-            f"<title>{title}</title><style>{STYLE}</style></head><body>",
-            f"<h1>{title}</h1>",
+            page_head(title),
             f"<p>{s['tasks']} task(s), {escape(str(run['repeats']))} attempt(s) each · run "
             f"<code>{escape(str(run['run_id']))}</code> · {escape(str(run['date']))} · suite hash "
             f"<code>{escape(str(run['suite_hash']))}</code></p>",
+            f"<p><strong>{escape(s['headline'])}</strong></p>",
             "<h2>Figures</h2>",
             _figures(s),
             f"<p>Unstable tasks: {unstable}</p>",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from agent_eval.report.text import figure_rows, fmt, shown_k_note
+from agent_eval.report.text import citation_line, figure_rows, fmt, fmt_sig, shown_k_note
 
 
 def _cell(text: object) -> str:
@@ -32,6 +32,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Suite `{run['task_set']}` {run['task_set_version']} · {s['tasks']} task(s) · "
         f"{run['repeats']} attempt(s) each · run `{run['run_id']}`",
         "",
+        f"**{_cell(s['headline'])}**",
+        "",
     ]
     figures: list[list[object]] = [list(row) for row in figure_rows(s)]
     lines += [*table(["figure", "value", "95% interval", "note"], figures), ""]
@@ -46,10 +48,19 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{model['attempts']} attempts, infra errors excluded)",
         "- failure classes: " + ", ".join(f"{k} {v}" for k, v in s["failure_classes"].items()),
     ]
+    if s["cited_attempts"] or s["bad_citation_attempts"]:
+        lines.append("- " + citation_line(s))
     if s["unstable_tasks"]:
         lines.append("- unstable tasks: " + ", ".join(f"`{t}`" for t in s["unstable_tasks"]))
+    lines.append(
+        f"- per attempt: {fmt_sig(s['mean_steps'])} steps, {fmt_sig(s['mean_tokens'])} tokens, "
+        f"{fmt_sig(s['mean_seconds'])} seconds"
+    )
     if s["cost"] is not None:
-        lines.append(f"- cost {fmt(s['cost']['cost_total'], 4)} total")
+        lines.append(
+            f"- cost {fmt_sig(s['cost']['cost_total'])} total, "
+            f"{fmt_sig(s['cost']['cost_per_task'])} per attempt"
+        )
     lines += ["", "### Tasks", ""]
     lines += table(
         ["task", "category", "passed", "rate", "steps", "tokens", "first failure"],

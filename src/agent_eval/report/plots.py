@@ -148,3 +148,36 @@ def tokens_against_success(per_task: list[dict[str, Any]]) -> str:
     axes.set_ylabel("task success rate")
     axes.set_ylim(-0.08, 1.08)
     return to_svg(figure, "tokens-against-success")
+
+
+def success_per_configuration(rows: list[dict[str, Any]]) -> str:
+    """Each configuration's success with its 95% interval, one row per configuration."""
+    figure = Figure(figsize=(6.4, 0.5 + 0.45 * max(len(rows), 1)))
+    axes = figure.add_subplot()
+    for y, row in enumerate(rows):
+        rate = row["success"] or 0.0
+        lo, hi = row["success_ci95"] or (rate, rate)
+        spread = [[max(0.0, rate - lo)], [max(0.0, hi - rate)]]
+        axes.errorbar([rate], [y], xerr=spread, fmt="o", capsize=4, color="#264653")
+        axes.annotate(f"{rate:.2f}", (hi, y), xytext=(6, -3), textcoords="offset points",
+                      fontsize=8)  # fmt: skip
+    axes.set_yticks(range(len(rows)), [row["name"] for row in rows])
+    axes.set_xlim(0, 1.25)
+    axes.set_ylim(-0.6, max(len(rows), 1) - 0.4)
+    axes.set_xlabel("verified success (95% interval)")
+    axes.invert_yaxis()
+    return to_svg(figure, "success-per-configuration")
+
+
+def tokens_against_success_per_configuration(rows: list[dict[str, Any]]) -> str:
+    """Each configuration's mean tokens per attempt against its success."""
+    figure = Figure(figsize=(6.4, 3.4))
+    axes = figure.add_subplot()
+    for row in rows:
+        axes.scatter([row["mean_tokens"] or 0.0], [row["success"] or 0.0], color="#264653")
+        axes.annotate(row["name"], (row["mean_tokens"] or 0.0, row["success"] or 0.0),
+                      xytext=(5, 4), textcoords="offset points", fontsize=8)  # fmt: skip
+    axes.set_xlabel("mean tokens per attempt")
+    axes.set_ylabel("verified success")
+    axes.set_ylim(-0.08, 1.08)
+    return to_svg(figure, "tokens-against-success-per-configuration")

@@ -8,9 +8,12 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from agent_eval.report.budgets import headline
 from agent_eval.results import RunResults, TaskOutcome, tally
+from agent_eval.results.rows import CHECK_FIELDS
 from agent_eval.results.summary import UNKNOWN_CLASS
 from agent_eval.score import stats
+from agent_eval.score.clusters import cluster_labels, clustered_mean
 
 RUN_KEYS = (
     "run_id",
@@ -29,6 +32,7 @@ RUN_KEYS = (
     "harness_version",
 )
 """Run metadata repeated in the report so that it names what it describes."""
+_BAD_CITATIONS = CHECK_FIELDS.index("bad_citations")
 
 
 def _rate(passed: int, attempts: int) -> dict[str, Any]:
@@ -78,11 +82,21 @@ def task_row(task: TaskOutcome) -> dict[str, Any]:
     }
 
 
-def summarise_run(results: RunResults) -> dict[str, Any]:
+def task_clusters(tasks: Sequence[TaskOutcome], by: str) -> list[str]:
+    """Each task's cluster label under ``--cluster by`` (score/clusters.py)."""
+    return cluster_labels(
+        [t.task_id for t in tasks], by,
+        {t.task_id: t.rows[0].group for t in tasks}, {t.task_id: t.category for t in tasks},
+    )  # fmt: skip
+
+
+def summarise_run(results: RunResults, cluster: str = "none") -> dict[str, Any]:
     """``{"summary": {...}, "per_task": [...]}`` for one run; the report JSON contract.
 
     The course's figures (counts, means, failure classes, cost) come from the one summary
     of a results file (results.summary), unrounded; the statistics are added here.
+    ``cluster`` (none, group, category) makes the mean over tasks' SE and interval
+    cluster-robust; with none every task is its own cluster.
     """
     tasks = results.tasks
     rows = results.rows
@@ -92,6 +106,11 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
     counts = [(t.attempts, t.passes) for t in tasks]
     attempts, passed = counted.runs, counted.passed
     task_est = stats.mean_estimate(stats.task_means(counts), bounds=(0, 1), what="pass rate")
+    clusters = len(tasks)
+    if cluster != "none":
+        labels = task_clusters(tasks, cluster)
+        found = clustered_mean([t.rate for t in tasks], labels, bounds=(0, 1))
+        task_est, clusters = found.estimate, found.clusters
     at, hat = _pass_k(counts)
     split = stats.variance_split(counts)
     within, between = (
@@ -115,6 +134,7 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "task_mean": task_est.mean,
         "task_se": task_est.se,
         "task_ci95": _interval(task_est),
+        "cluster": {"by": cluster, "clusters": clusters},
         "pass_at_k": {k: e.mean for k, e in at.items()},
         "pass_at_k_se": {k: e.se for k, e in at.items()},
         "pass_hat_k": {k: e.mean for k, e in hat.items()},
@@ -139,7 +159,11 @@ def summarise_run(results: RunResults) -> dict[str, Any]:
         "tokens_by_role": dict(sorted(roles.items())) or None,
         "cost": ({**cost, "prices": results.prices} if priced else None),
         "not_estimable": _not_estimable(task_est, at, hat, split),
+        "budgets": run.budgets.model_dump(mode="json") if run.budgets else None,
+        "cited_attempts": sum(1 for r in rows if r.citations),
+        "bad_citation_attempts": sum(1 for r in rows if r.checks[_BAD_CITATIONS]),
     }
+    summary["headline"] = headline(summary)
     return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
 
 

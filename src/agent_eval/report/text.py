@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,16 @@ from rich.table import Table
 def fmt(value: float | None, digits: int = 3) -> str:
     """A figure for people; '-' where it is undefined."""
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_sig(value: float | None, digits: int = 3) -> str:
+    """A figure with ``digits`` significant digits and no exponent: 0.000617, 12.3, 1234."""
+    if value is None:
+        return "-"
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{places}f}"
 
 
 def fmt_interval(pair: list[float] | None, digits: int = 3) -> str:
@@ -46,6 +57,18 @@ NOT_ESTIMABLE = "cannot be estimated"
 """Shown where a figure would be; the reason goes beside it."""
 
 
+def _mean_note(s: dict[str, Any]) -> str:
+    """SE and degrees of freedom of the mean over tasks, saying how tasks were clustered."""
+    cluster = s.get("cluster") or {"by": "none", "clusters": s["tasks"]}
+    df = max(cluster["clusters"] - 1, 0)
+    if cluster["by"] == "none":
+        return f"SE {fmt(s['task_se'])}, t on {df} df"
+    return (
+        f"SE {fmt(s['task_se'])} clustered by {cluster['by']} "
+        f"({cluster['clusters']} clusters), t on {df} df"
+    )
+
+
 def figure_rows(s: dict[str, Any]) -> list[list[str]]:
     """The success figures every format shows: figure, value, 95% interval, note.
 
@@ -53,7 +76,7 @@ def figure_rows(s: dict[str, Any]) -> list[list[str]]:
     why, instead of showing a zero-width interval or an SE of 0.
     """
     why = s["not_estimable"]
-    task_note = f"SE {fmt(s['task_se'])}, t on {max(s['tasks'] - 1, 0)} df"
+    task_note = _mean_note(s)
     if "task_ci95" in why:
         task_note = f"SE and interval {NOT_ESTIMABLE}: {why['task_ci95']}"
     rows = [
@@ -137,6 +160,7 @@ def _headline(s: dict[str, Any]) -> list[str]:
         f"{run['repeats']} attempt(s) each",
         f"suite {run['task_set']} {run['task_set_version']} "
         f"(hash {short_hash(run['suite_hash'])}), run {run['run_id']}",
+        s["headline"],
     ]
     if s["interrupted"]:
         lines.append(
@@ -180,12 +204,23 @@ def _failures(s: dict[str, Any]) -> Table:
 
 def _success_lines(s: dict[str, Any]) -> list[str]:
     usable, model = s["usable_success"], s["model_success"]
-    return [
+    lines = [
         f"usable success  {fmt(usable['rate'])}  ({usable['passed']} of "
         f"{usable['attempts']} attempts, all counted)",
         f"model success   {fmt(model['rate'])}  ({model['passed']} of "
         f"{model['attempts']} attempts, infra errors excluded)",
     ]
+    if s["cited_attempts"] or s["bad_citation_attempts"]:
+        lines.append(citation_line(s))
+    return lines
+
+
+def citation_line(s: dict[str, Any]) -> str:
+    """How many answers invent or misattribute a source."""
+    return (
+        f"bad citations  {s['bad_citation_attempts']} of {s['attempts']} attempts cite a quote "
+        "their file does not hold"
+    )
 
 
 TASK_COLUMNS = ("task", "category", "passed", "rate", "steps", "tokens", "first failure")
@@ -237,7 +272,9 @@ def _footer(s: dict[str, Any]) -> list[Table | str]:
         for role, tokens in s["tokens_by_role"].items():
             roles.add_row(role, str(tokens))
         items.append(roles)
+    items.append(f"steps         {fmt_sig(s['mean_steps'])} per attempt")
     items.append(f"tokens        {s['total_tokens']} total, {fmt(s['mean_tokens'], 1)} per attempt")
+    items.append(f"seconds       {fmt_sig(s['mean_seconds'])} per attempt")
     cost = s["cost"]
     if cost is None:
         items.append(
@@ -247,8 +284,8 @@ def _footer(s: dict[str, Any]) -> list[Table | str]:
     else:
         prices = ", ".join(f"{k}={v}" for k, v in cost["prices"].items() if v is not None)
         items.append(
-            f"cost          {fmt(cost['cost_total'], 4)} total, "
-            f"{fmt(cost['cost_per_task'], 4)} per attempt ({prices})"
+            f"cost          {fmt_sig(cost['cost_total'])} total, "
+            f"{fmt_sig(cost['cost_per_task'])} per attempt ({prices})"
         )
     if s["infra_retries"] is not None:
         items.append(f"infra errors are counted after up to {s['infra_retries']} retries")

@@ -24,7 +24,9 @@ from agent_eval.results.labbook import Labbook, read_labbook
 from agent_eval.results.read import iter_rows, load_results, read_head
 from agent_eval.results.records import (
     AttemptResult,
+    Budgets,
     Limits,
+    LimitSpread,
     ResultsHead,
     RunHead,
     Summary,
@@ -40,8 +42,10 @@ __all__ = [
     "RESULTS_SCHEMA",
     "Attempt",
     "AttemptResult",
+    "Budgets",
     "Journal",
     "Labbook",
+    "LimitSpread",
     "Limits",
     "Order",
     "ResultsHead",

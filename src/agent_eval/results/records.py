@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.records import Checks, FailureClass
+from agent_eval.records import Checks, Citation, FailureClass
 
 
 class Record(BaseModel):
@@ -60,6 +60,10 @@ class AttemptResult(Record):
     changed_files: list[str] | None = None
     """Workspace files the attempt touched, git-style ('A new.md', 'M runbook.md',
     'D old.md'); recorded when the task checks state or the agent may write."""
+    citations: list[Citation] | None = None
+    """The passages the agent cited, when it cited any."""
+    group: str | None = None
+    """The task's group, when it has one (for cluster-robust uncertainty)."""
 
     @property
     def passed(self) -> bool:
@@ -91,6 +95,12 @@ def describe_failure(row: AttemptResult) -> str:
         reasons.append(f"{row.tokens} tokens over the limit")
     if not checks.within_seconds:
         reasons.append("over the time limit")
+    if not checks.within_cost:
+        reasons.append("over the cost limit")
+    if not checks.citations_ok:
+        bad = checks.bad_citations
+        reasons.append(f"bad citation of {bad[0].file}: {bad[0].reason}" if bad
+                       else "cited none of the expected files")  # fmt: skip
     failed_state = [outcome.name for outcome in checks.state if not outcome.ok]
     if failed_state:
         reasons.append("state check failed: " + "; ".join(failed_state))
@@ -182,6 +192,38 @@ class Limits(Record):
     """Memory a worker may use before it is stopped."""
     max_infra_retries: int | None = None
     """How often an attempt whose endpoint failed is tried again."""
+    max_cost_per_task: float | None = None
+    """--max-cost-per-task: the cost an attempt may reach at the run's prices."""
+
+
+class LimitSpread(Record):
+    """One limit over the tasks that ran: its lowest and highest value, on how many."""
+
+    low: float
+    """The lowest limit of a task."""
+    high: float
+    """The highest limit of a task."""
+    tasks: int
+    """How many tasks have the limit."""
+    of: int
+    """How many tasks ran."""
+
+
+class Budgets(Record):
+    """The budgets and authority a run's success was earned under."""
+
+    max_steps: LimitSpread | None = None
+    """The tasks' step limits."""
+    max_tokens: LimitSpread | None = None
+    """The tasks' token limits."""
+    max_seconds: LimitSpread | None = None
+    """The tasks' time limits (max_seconds, else --timeout-per-task)."""
+    max_cost_per_task: float | None = None
+    """The cost limit of one attempt."""
+    tools: list[str] = Field(default_factory=list)
+    """Every tool the suite grants to the tasks that ran."""
+    writes: bool = False
+    """True when one of those tools can change the workspace."""
 
 
 class RunHead(Record):
@@ -246,6 +288,10 @@ class RunHead(Record):
     """What the harness warned about while running."""
     rescored_from: str | None = None
     """The results file this one was rescored from."""
+    budgets: Budgets | None = None
+    """The step, token, time and cost limits and the authority the run stated."""
+    splits: list[str] | None = None
+    """The splits (dev, test) the run's tasks belong to; a test look is counted."""
 
     @property
     def label(self) -> str:

@@ -58,6 +58,10 @@ class Attempt(NamedTuple):
     """How many earlier tries of this attempt ended in infra_error and were retried."""
     changed_files: tuple[str, ...] | None
     """Workspace files the attempt touched."""
+    citations: tuple[Any, ...] | None
+    """The passages the agent cited, when it cited any."""
+    group: str | None
+    """The task's group, when it has one."""
     passed: bool
     """The verdict."""
     failure: str | None
@@ -82,6 +86,7 @@ if Attempt._fields[:-2] != tuple(AttemptResult.model_fields):
 
 _CHECKS_AT = Attempt._fields.index("checks")
 _CHANGED_AT = Attempt._fields.index("changed_files")
+_CITED_AT = Attempt._fields.index("citations")
 _LIST_CHECKS = [
     index
     for index, field in enumerate(Checks.model_fields.values())
@@ -116,6 +121,8 @@ def compact(row: AttemptResult) -> Attempt:
     values[_CHECKS_AT] = _share(tuple(checks))
     if row.changed_files is not None:
         values[_CHANGED_AT] = _share(tuple(row.changed_files))
+    if row.citations is not None:
+        values[_CITED_AT] = tuple(row.citations)
     passed = row.checks.passed
     values.append(passed)
     values.append(None if passed else row.failure)

@@ -15,6 +15,8 @@ from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
+from agent_eval.score.citations import judge_citations, read_cited
+from agent_eval.score.cost import attempt_cost
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
 from agent_eval.trace.trajectory import trajectory_name, trajectory_text, write_new_file
@@ -39,6 +41,10 @@ class AttemptPlan:
     """Where the suite file is: state checks' `with_files` are relative to it."""
     suite_tools: list[str] | None
     """Extra tools the suite grants (write_file...), unless a task says otherwise."""
+    prices: dict[str, float | None]
+    """The user's prices per million tokens (all None when none was given)."""
+    max_cost: float | None
+    """--max-cost-per-task: the cost budget of one attempt."""
 
     @cached_property
     def trajectory_ref(self) -> Path:
@@ -91,6 +97,7 @@ def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> 
                 "max_steps": task.max_steps,
                 "max_tokens": task.max_tokens,
                 "max_seconds": budget,
+                "max_cost": plan.max_cost,
             },
         }
         if granted:
@@ -110,13 +117,18 @@ def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> 
     failure: FailureClass
     if outcome.reply is None:
         reply = AgentReply(answer="", steps=0, tokens=0, stopped=outcome.failure or "agent_error")
-        checks = score_attempt(task, "", 0, [], 0, seconds, state)
+        uncited = judge_citations(task.expect_citations, [], {})
+        checks = score_attempt(task, "", 0, [], 0, seconds, state, citations=uncited)
         failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"
         error = outcome.error
     else:
         reply = AgentReply.model_validate(outcome.reply)
         used = tools_used(reply.trajectory)
-        checks = score_attempt(task, reply.answer, reply.steps, used, reply.tokens, seconds, state)
+        cost = attempt_cost(reply.tokens, reply.prompt_tokens, reply.completion_tokens, plan.prices)
+        cited = judge_citations(task.expect_citations, reply.citations,
+                                read_cited(plan.source, reply.citations))  # fmt: skip
+        checks = score_attempt(task, reply.answer, reply.steps, used, reply.tokens, seconds, state,
+                               cost=cost, max_cost=plan.max_cost, citations=cited)  # fmt: skip
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
@@ -141,6 +153,8 @@ def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> 
         error=error,
         roles=reply.roles,
         changed_files=touched,
+        citations=reply.citations or None,
+        group=task.group,
     )
     return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "")
 

@@ -88,6 +88,10 @@ class RunConfig:
     """Makes every choice the harness makes reproducible; also given to the agent."""
     shuffle: bool = False
     """Run attempts in a seeded random order (outputs stay in task order)."""
+    split: str | None = None
+    """Keep only the tasks of this split (dev or test)."""
+    max_cost_per_task: float | None = None
+    """Cost budget of one attempt at the user's prices; past it the attempt is over_budget."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
@@ -107,6 +111,15 @@ class RunConfig:
             )
         if self.timeout_per_task is not None and self.timeout_per_task <= 0:
             raise ConfigError(f"--timeout-per-task {self.timeout_per_task}: give seconds > 0")
+        if self.max_cost_per_task is not None:
+            if self.max_cost_per_task <= 0:
+                raise ConfigError(f"--max-cost-per-task {self.max_cost_per_task}: give a cost > 0")
+            if not self.prices.given:
+                raise ConfigError(
+                    f"--max-cost-per-task {self.max_cost_per_task}: cost needs your price; "
+                    "add --cost-per-million, or --input-cost-per-million and "
+                    "--output-cost-per-million"
+                )
         if self.index is not None and not self.index.exists():
             raise ConfigError(
                 f"--index {self.index}: no such index; build one with `agent-eval index DIR -o "

@@ -22,6 +22,8 @@ from agent_eval.results import (
     write_results,
 )
 from agent_eval.score.checks import classify, score_attempt
+from agent_eval.score.citations import rejudge
+from agent_eval.score.cost import attempt_cost
 from agent_eval.suite import load_suite
 
 KEEP = ("agent_error",)
@@ -44,6 +46,7 @@ def rescore(path: Path, suite_spec: str, out: Path | None) -> Rescored:
     tasks = {task.id: task for task in loaded.suite.tasks}
     prices = head.run.prices or {}
     tally = Tally(prices)
+    max_cost = head.run.limits.max_cost_per_task if head.run.limits else None
     lines: list[str] = []
     rescored: list[bytes] = []  # compact JSON: a long run's rows, not their records
     for row in iter_rows(path):
@@ -51,7 +54,7 @@ def rescore(path: Path, suite_spec: str, out: Path | None) -> Rescored:
         if task is None:
             lines.append(f"  skip {row.id} r{row.attempt}: not in suite {loaded.suite.name}")
             continue
-        new = row if row.failure_class in KEEP else _rescored(row, task)
+        new = row if row.failure_class in KEEP else _rescored(row, task, prices, max_cost)
         if new.passed != row.passed:
             was, now = ("ok", "BAD") if row.passed else ("BAD", "ok")
             lines.append(f"  {row.id:<16} r{row.attempt}  {was} -> {now}")
@@ -80,7 +83,9 @@ def rescore(path: Path, suite_spec: str, out: Path | None) -> Rescored:
     return Rescored(new_head, lines, all_passed)
 
 
-def _rescored(row: AttemptResult, task: Task) -> AttemptResult:
+def _rescored(
+    row: AttemptResult, task: Task, prices: dict[str, float | None], max_cost: float | None
+) -> AttemptResult:
     checks = score_attempt(
         task,
         row.answer,
@@ -89,8 +94,13 @@ def _rescored(row: AttemptResult, task: Task) -> AttemptResult:
         row.tokens,
         row.seconds,
         row.checks.state,  # the world is gone; its recorded verdicts stand
+        cost=attempt_cost(row.tokens, row.prompt_tokens, row.completion_tokens, prices),
+        max_cost=max_cost,
+        # The citations were judged on the starting workspace: those verdicts stand,
+        # held against the suite's expect_citations as it is now.
+        citations=rejudge(task.expect_citations, row.citations or [], row.checks.bad_citations),
     )
     stopped = row.stopped or "finished"
     update = {"checks": checks, "failure_class": classify(checks, stopped),
-              "category": task.category}  # fmt: skip
+              "category": task.category, "group": task.group}  # fmt: skip
     return row.model_copy(update=update)

@@ -47,6 +47,7 @@ from agent_eval.results import (
     write_results,
 )
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
+from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.config import RunConfig
 from agent_eval.run.outputs import BackgroundWriter, InOrder
 from agent_eval.run.pool import Dispatch
@@ -81,6 +82,12 @@ class PreparedRun:
     @property
     def attempts(self) -> int:
         return len(self.tasks) * self.config.repeats
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits the selected tasks belong to (dev, test), sorted; empty when none."""
+        found = {self.loaded.suite.split_of(task) for task in self.tasks}
+        return sorted(split for split in found if split)
 
 
 @dataclass
@@ -117,6 +124,14 @@ def prepare(config: RunConfig) -> PreparedRun:
     """Load the suite and the agent and check every input before any attempt runs."""
     loaded = load_suite(config.tasks)
     tasks = select_tasks(loaded.suite.tasks, config.only, config.task_ids)
+    if config.split is not None:
+        splits = sorted({loaded.suite.split_of(t) or "none" for t in loaded.suite.tasks})
+        tasks = [t for t in tasks if loaded.suite.split_of(t) == config.split]
+        if not tasks:
+            raise ConfigError(
+                f"--split {config.split}: no selected task of suite {loaded.path.name} is in "
+                f"that split (splits declared: {', '.join(splits)})"
+            )
     agent = load_agent(config.agent)
     source, note = workspace_source(loaded, config.workspace)
     prepared = PreparedRun(config, loaded, tasks, agent, source, note)
@@ -305,6 +320,8 @@ def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
         seed=config.seed,
         suite_dir=loaded.path.parent,
         suite_tools=loaded.suite.tools,
+        prices=config.prices.as_dict(),
+        max_cost=config.max_cost_per_task,
     )
 
 
@@ -361,12 +378,15 @@ def results_head(
             timeout_per_task=config.timeout_per_task,
             max_memory_mb=config.max_memory_mb,
             max_infra_retries=config.max_infra_retries,
+            max_cost_per_task=config.max_cost_per_task,
         ),
         seed=config.seed,
         prices=config.prices.as_dict(),
         options=public_options(config.options),
         interrupted=interrupted,
         warnings=warnings,
+        budgets=stated_budgets(loaded.suite, prepared.tasks, config),
+        splits=prepared.splits,
     )
     return ResultsHead(schema=RESULTS_SCHEMA, run=run, per_task=per_task)
 
@@ -382,5 +402,6 @@ def _base_options(prepared: PreparedRun) -> dict[str, Any]:
         "workspace": str(prepared.source) if prepared.source else None,
         "index": str(config.index) if config.index else None,
         "log_dir": str(config.trajectory_dir),
+        **({"prices": config.prices.as_dict()} if config.prices.given else {}),
         **config.options,
     }

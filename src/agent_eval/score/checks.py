@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agent_eval.records import Checks, FailureClass, StateOutcome, Task
+from agent_eval.score.citations import CitationVerdict
 
-BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget", "reply_cut"})
+BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget", "cost_budget", "reply_cut"})
 """Agent stop reasons that mean a budget ran out (``reply_cut``: one reply's token limit)."""
 
 
@@ -35,11 +36,17 @@ def score_attempt(
     tokens: int = 0,
     seconds: float = 0.0,
     state: Sequence[StateOutcome] = (),
+    *,
+    cost: float | None = None,
+    max_cost: float | None = None,
+    citations: CitationVerdict | None = None,
 ) -> Checks:
     """Every named check for one attempt; ``passed`` needs all of them.
 
     ``state`` carries the outcomes of the task's state checks, judged on the workspace
     after the agent stopped (score/state.py); they count like any answer check.
+    ``cost`` is the attempt's cost at the user's price, held against ``max_cost``.
+    ``citations`` is the verdict on the answer's citations (score/citations.py).
     """
     lowered = answer.lower()
     missing = [s for s in task.expect_in_answer if s.lower() not in lowered]
@@ -52,6 +59,9 @@ def score_attempt(
     within_steps = task.max_steps is None or steps <= task.max_steps
     within_tokens = task.max_tokens is None or tokens <= task.max_tokens
     within_seconds = task.max_seconds is None or seconds <= task.max_seconds
+    # Without a cost limit, or with a cost unknown (no price split), the budget holds.
+    within_cost = max_cost is None or cost is None or cost <= max_cost
+    cited = citations or CitationVerdict(None, [])
     passed = (
         not missing
         and not forbidden
@@ -60,6 +70,8 @@ def score_attempt(
         and within_steps
         and within_tokens
         and within_seconds
+        and within_cost
+        and cited.ok is not False
         and all(outcome.ok for outcome in state)
     )
     return Checks(
@@ -72,6 +84,9 @@ def score_attempt(
         passed=passed,
         within_tokens=within_tokens,
         within_seconds=within_seconds,
+        within_cost=within_cost,
+        citations_ok=cited.ok is not False,
+        bad_citations=list(cited.bad),
         state=list(state),
     )
 
@@ -87,7 +102,8 @@ def classify(checks: Checks, stopped: str) -> FailureClass:
         return "passed"
     if stopped == "model_error":
         return "infra_error"
-    within = checks.within_steps and checks.within_tokens and checks.within_seconds
+    within = (checks.within_steps and checks.within_tokens and checks.within_seconds
+              and checks.within_cost)  # fmt: skip
     if stopped in BUDGET_STOPS or not within:
         return "over_budget"
     return "wrong_answer"

@@ -116,17 +116,27 @@ ONE_ATTEMPT = (
 
 
 def plan_from_pairs(
-    pairs: Sequence[PairCount], delta: float | None = None, alpha: float = 0.05, power: float = 0.8
+    pairs: Sequence[PairCount],
+    delta: float | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    diff_variance: float | None = None,
 ) -> Plan:
     """Estimate sigma², omega² and K from two runs and derive repeats, tasks and MDE.
 
     Where the runs cannot support a figure (too few tasks, one attempt each, no variation
     at all, or no difference to plan for) it is None and ``not_estimable`` says why; a
     variance of 0 never turns into a detectable difference of 0 or a single repeat.
+
+    ``diff_variance`` replaces var(d_i, ddof=1) when the tasks are clustered: n times the
+    cluster-robust variance of d-bar (score/clusters.py).
     """
     usable = [p for p in pairs if p[0] > 0 and p[2] > 0]
     n = len(usable)
     diffs = [b / nb - a / na for na, a, nb, b in usable]
+    spread = diff_variance
+    if spread is None and len(diffs) >= 2:
+        spread = float(np.var(diffs, ddof=1))
     target = abs(float(np.mean(diffs))) if delta is None and diffs else abs(delta or 0.0)
     repeats = harmonic_repeats([k for p in usable for k in (p[0], p[2])])
     s2a = within_variance([(p[0], p[1]) for p in usable])
@@ -146,10 +156,11 @@ def plan_from_pairs(
             why_not["mde"] = f"{ONE_ATTEMPT}; and the difference was the same on every task"
         else:
             # With one attempt the spread of d_i already holds both kinds of variance.
-            spread = float(np.var(diffs, ddof=1))
+            assert spread is not None  # two or more tasks, so var(d_i) exists
             mde = minimum_detectable_difference(n, spread, 0.0, 0.0, 1.0, alpha, power)
         return Plan(repeats, s2a, s2b, None, target, None, None, mde, why_not)
-    omega2 = max(0.0, float(np.var(diffs, ddof=1)) - (s2a + s2b) / repeats)
+    assert spread is not None  # two or more tasks, so var(d_i) exists
+    omega2 = max(0.0, spread - (s2a + s2b) / repeats)
     if s2a + s2b == 0 and same_everywhere:
         why_not = dict.fromkeys(derived[1:], NO_VARIATION)
         return Plan(repeats, s2a, s2b, 0.0, target, None, None, None, why_not)

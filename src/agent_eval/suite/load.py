@@ -28,7 +28,11 @@ from agent_eval.records import (
 )
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "suites"
-SHIPPED_FILES = {"part26": "part26/agent-tasks.json", "ops-state": "ops-state/ops-state.json"}
+SHIPPED_FILES = {
+    "part26": "part26/agent-tasks.json",
+    "ops-state": "ops-state/ops-state.json",
+    "cited": "cited/cited.json",
+}
 """Shipped suites by name; each folder holds the suite file and its `workspace/` documents."""
 
 SUITE_FIELDS = tuple(Suite.model_fields)
@@ -148,7 +152,26 @@ def load_suite(spec: str | Path) -> LoadedSuite:
         raise SuiteError(f"suite {label}: {count}; first: {problems[0]}", problems)
     suite = Suite.model_validate(raw)
     suite_id = suite_hash(suite, path.parent)
-    return LoadedSuite(suite, path, suite_id, _documents(suite, path), shipped_name)
+    documents = _documents(suite, path)
+    problems = [f"suite {label}, {msg}" for msg in _citation_problems(suite, documents)]
+    if problems:
+        raise SuiteError(f"suite {label}: {len(problems)} problem(s); first: {problems[0]}",
+                         problems)  # fmt: skip
+    return LoadedSuite(suite, path, suite_id, documents, shipped_name)
+
+
+def _citation_problems(suite: Suite, documents: Path | None) -> list[str]:
+    """Files named by expect_citations that the suite's own documents lack (a suite whose
+    documents come from --workspace is checked when its attempts are scored)."""
+    if documents is None:
+        return []
+    return [
+        f"task {task.id}: field 'expect_citations': no file {file!r} in {documents.name}/; "
+        "name a file of the suite's documents"
+        for task in suite.tasks
+        for file in task.expect_citations or []
+        if not (documents / file).is_file()
+    ]
 
 
 def validate(raw: Any, label: str, base: Path | None = None) -> list[str]:
@@ -310,6 +333,8 @@ def _explain(error: Any) -> str:
         return f"must be {WANTED[kind]}, not {type(error.get('input')).__name__}"
     if kind == "value_error":
         return str(msg).removeprefix("Value error, ")
+    if kind == "literal_error":
+        return "must be " + str(msg).removeprefix("Input should be ")
     return str(msg)
 
 

@@ -1,0 +1,74 @@
+"""The four numbers every configuration is reported with, and their paired differences.
+
+"Report all four or none": success rate, steps, tokens and seconds, with cost when the
+run was priced. Success has its own statistics (score/stats.py); this module gives the
+other three and cost, per run and paired by task between two runs, so a cheaper or faster
+configuration shows up as plainly as a more successful one.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from agent_eval.results import Attempt, RunResults, TaskOutcome
+from agent_eval.score import stats
+from agent_eval.score.cost import attempt_cost
+
+FIGURES = ("steps", "tokens", "seconds", "cost")
+"""The per-attempt figures next to success, in the order every report shows them."""
+
+
+def _figure(row: Attempt, name: str, prices: dict[str, float | None]) -> float | None:
+    if name == "cost":
+        return attempt_cost(row.tokens, row.prompt_tokens, row.completion_tokens, prices)
+    return float(getattr(row, name))
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The mean, or None when there is nothing or any value is unknown."""
+    if not values or any(v is None for v in values):
+        return None
+    return statistics.fmean(v for v in values if v is not None)
+
+
+def run_figures(results: RunResults) -> dict[str, float | None]:
+    """Mean steps, tokens and seconds per attempt, and cost per attempt when priced."""
+    priced = any(v is not None for v in results.prices.values())
+    return {
+        f"mean_{name}": (
+            _mean([_figure(r, name, results.prices) for r in results.rows])
+            if name != "cost" or priced
+            else None
+        )
+        for name in FIGURES
+    }
+
+
+def task_figure(task: TaskOutcome, name: str, prices: dict[str, float | None]) -> float | None:
+    """One task's mean of a figure over its attempts."""
+    return _mean([_figure(r, name, prices) for r in task.rows])
+
+
+def paired_figures(
+    a: RunResults, b: RunResults, shared: Sequence[str], confidence: float = 0.95
+) -> dict[str, dict[str, Any]]:
+    """Each figure's mean over the shared tasks in A and in B, and the paired difference
+    B - A with its SE and t-interval over tasks; None where a side is unpriced."""
+    tasks_a = {t.task_id: t for t in a.tasks}
+    tasks_b = {t.task_id: t for t in b.tasks}
+    found: dict[str, dict[str, Any]] = {}
+    for name in FIGURES:
+        side_a = [task_figure(tasks_a[t], name, a.prices) for t in shared]
+        side_b = [task_figure(tasks_b[t], name, b.prices) for t in shared]
+        mean_a, mean_b = _mean(side_a), _mean(side_b)
+        entry: dict[str, Any] = {"a": mean_a, "b": mean_b, "difference": None, "se": None,
+                                 "ci95": None}  # fmt: skip
+        if mean_a is not None and mean_b is not None:
+            diffs = [float(y or 0) - float(x or 0) for x, y in zip(side_a, side_b, strict=True)]
+            est = stats.mean_estimate(diffs, confidence)
+            interval = None if est.lo is None or est.hi is None else [est.lo, est.hi]
+            entry.update(difference=est.mean, se=est.se, ci95=interval)
+        found[name] = entry
+    return found

@@ -1,0 +1,25 @@
+"""One attempt's cost at the user's own prices, for budgets checked while and after it runs.
+
+The harness invents no price: without one there is no cost. With separate input and
+output prices, an attempt that did not split its tokens has no known cost.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+
+def attempt_cost(
+    tokens: int, prompt: int | None, completion: int | None, prices: dict[str, float | None]
+) -> float | None:
+    """The cost of ``tokens`` (``prompt`` + ``completion``) at ``prices`` per million."""
+    flat = prices.get("per_million")
+    if flat is not None:
+        return tokens * flat / 1e6
+    price_in, price_out = prices.get("input_per_million"), prices.get("output_per_million")
+    if price_in is None and price_out is None:
+        return None
+    if prompt is None or completion is None:
+        return None
+    exact = prompt * Fraction(price_in or 0.0) + completion * Fraction(price_out or 0.0)
+    return float(exact / 1_000_000)
