@@ -61,41 +61,48 @@ class Tally:
         self.millis = 0  # rows keep seconds to 3 decimals, so milliseconds sum exactly
         self.classes: Counter[str] = Counter()
         self.prompt = self.completion = self.unsplit = 0
-        self.tasks: dict[str, dict[str, Any]] = {}
+        self.tasks: dict[str, _TaskTally] = {}
 
     def add(self, row: Row) -> None:
+        # Locals and comparisons rather than min()/max(): a report adds 100,000 rows.
+        passed, steps, tokens = row.passed, row.steps, row.tokens
+        failure_class, retries = row.failure_class, row.infra_retries
         self.runs += 1
-        self.passed += row.passed
-        self.steps += row.steps
-        self.steps_sq += row.steps * row.steps
-        self.tokens += row.tokens
-        self.tokens_sq += row.tokens * row.tokens
+        self.passed += passed
+        self.steps += steps
+        self.steps_sq += steps * steps
+        self.tokens += tokens
+        self.tokens_sq += tokens * tokens
         self.millis += round(row.seconds * 1000)
-        self.classes[row.failure_class or UNKNOWN_CLASS] += 1
-        self.infra += row.failure_class == "infra_error"
-        self.retried += row.infra_retries > 0
-        self.first_try += row.passed and row.infra_retries == 0
-        if row.prompt_tokens is None or row.completion_tokens is None:
+        self.classes[failure_class or UNKNOWN_CLASS] += 1
+        if failure_class == "infra_error":
+            self.infra += 1
+        if retries:
+            self.retried += 1
+        elif passed:
+            self.first_try += 1
+        prompt, completion = row.prompt_tokens, row.completion_tokens
+        if prompt is None or completion is None:
             self.unsplit += 1
         else:
-            self.prompt += row.prompt_tokens
-            self.completion += row.completion_tokens
+            self.prompt += prompt
+            self.completion += completion
         task = self.tasks.get(row.id)
         if task is None:
-            task = self.tasks[row.id] = {
-                "id": row.id, "attempts": 0, "successes": 0,
-                "min_steps": row.steps, "max_steps": row.steps,
-                "min_tokens": row.tokens, "max_tokens": row.tokens,
-                "first_failure": None, "category": row.category,
-            }  # fmt: skip
-        task["attempts"] += 1
-        task["successes"] += row.passed
-        task["min_steps"] = min(task["min_steps"], row.steps)
-        task["max_steps"] = max(task["max_steps"], row.steps)
-        task["min_tokens"] = min(task["min_tokens"], row.tokens)
-        task["max_tokens"] = max(task["max_tokens"], row.tokens)
-        if not row.passed and task["first_failure"] is None:
-            task["first_failure"] = row.failure
+            self.tasks[row.id] = _TaskTally(row)
+            return
+        task.attempts += 1
+        task.successes += passed
+        if steps < task.min_steps:
+            task.min_steps = steps
+        elif steps > task.max_steps:
+            task.max_steps = steps
+        if tokens < task.min_tokens:
+            task.min_tokens = tokens
+        elif tokens > task.max_tokens:
+            task.max_tokens = tokens
+        if not passed and task.first_failure is None:
+            task.first_failure = row.failure
 
     def summary(self) -> Summary:
         """runs, passed, success_rate, mean/stdev steps and tokens, mean_seconds, cost."""
@@ -133,9 +140,22 @@ class Tally:
 
         view = []
         for task in self.tasks.values():
-            n, c = task["attempts"], task["successes"]
-            hat = {str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)}
-            view.append(TaskSummary(**task, success_rate=round(c / n, 3), pass_hat_k=hat))
+            n, c = task.attempts, task.successes
+            view.append(
+                TaskSummary(
+                    id=task.id,
+                    attempts=n,
+                    successes=c,
+                    success_rate=round(c / n, 3),
+                    min_steps=task.min_steps,
+                    max_steps=task.max_steps,
+                    min_tokens=task.min_tokens,
+                    max_tokens=task.max_tokens,
+                    first_failure=task.first_failure,
+                    category=task.category,
+                    pass_hat_k={str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
+                )
+            )
         return view
 
     def _reliability(self) -> dict[str, Any]:
@@ -177,6 +197,29 @@ class Tally:
             unsplit = 0
         per_task = total / self.runs if total is not None and self.runs else None
         return {"cost_total": total, "cost_per_task": per_task, "cost_unpriced_attempts": unsplit}
+
+
+class _TaskTally:
+    """One task's running figures."""
+
+    __slots__ = (
+        "attempts",
+        "category",
+        "first_failure",
+        "id",
+        "max_steps",
+        "max_tokens",
+        "min_steps",
+        "min_tokens",
+        "successes",
+    )  # fmt: skip
+
+    def __init__(self, row: Row) -> None:
+        self.id, self.category = row.id, row.category
+        self.attempts, self.successes = 1, int(row.passed)
+        self.min_steps = self.max_steps = row.steps
+        self.min_tokens = self.max_tokens = row.tokens
+        self.first_failure = None if row.passed else row.failure
 
 
 def tally(rows: Iterable[Row], prices: dict[str, float | None] | None = None) -> Tally:
