@@ -68,6 +68,13 @@ def test_report_reads_old_files_with_their_figures(files: Path, name: str) -> No
     assert (summary["run"]["suite_hash"] is not None) is hashed
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "junit", "html"])
+def test_every_report_format_reads_a_course_file(files: Path, fmt: str) -> None:
+    done = cli("report", "course-results.json", "--format", fmt, "--out", f"r.{fmt}", cwd=files)
+    assert (done.returncode, done.stderr) == (0, f"{fmt} report written to r.{fmt}\n")
+    assert "t-list-workspace" in (files / f"r.{fmt}").read_text()
+
+
 def test_report_text_says_the_course_file_records_no_hash(files: Path) -> None:
     done = cli("report", "course-results.json", cwd=files)
     assert done.returncode == 0, done.stderr

@@ -212,7 +212,7 @@ class _TaskTally:
         "min_steps",
         "min_tokens",
         "successes",
-    )  # fmt: skip
+    )
 
     def __init__(self, row: Row) -> None:
         self.id, self.category = row.id, row.category
