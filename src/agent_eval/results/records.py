@@ -41,7 +41,7 @@ class AttemptResult(Record):
     """Output tokens, when known."""
     seconds: float
     """Wall time of the attempt measured by the harness."""
-    stopped: str | None
+    stopped: str | None = None
     """Why the attempt stopped (agent stop reason, or the harness's reason on failure);
     None when a course-harness file does not say."""
     checks: Checks
