@@ -14,6 +14,7 @@ from agent_eval.results.rows import CHECK_FIELDS
 from agent_eval.results.summary import UNKNOWN_CLASS
 from agent_eval.score import stats
 from agent_eval.score.clusters import cluster_labels, clustered_mean
+from agent_eval.score.pass_k import pass_hat_k
 
 RUN_KEYS = (
     "run_id",
@@ -70,7 +71,7 @@ def task_row(task: TaskOutcome) -> dict[str, Any]:
         "success_rate": task.rate,
         "wilson95": list(stats.wilson_interval(c, n)),
         "pass_at_k": {str(k): stats.pass_at_k(n, c, k) for k in range(1, n + 1)},
-        "pass_hat_k": {str(k): stats.pass_hat_k(n, c, k) for k in range(1, n + 1)},
+        "pass_hat_k": {str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
         "unstable": 0 < c < n,
         "failure_classes": dict(sorted(classes.items())),
         "mean_steps": statistics.fmean(r.steps for r in task.rows),

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from agent_eval.results.records import Summary, TaskSummary
+from agent_eval.score.pass_k import pass_hat_k
 
 UNKNOWN_CLASS = "unknown"
 """Failure class counted for a course-harness row whose checks do not tell."""
@@ -135,9 +136,6 @@ class Tally:
 
     def per_task(self) -> list[TaskSummary]:
         """One entry per task in first-seen order: attempts, successes, extremes, pass^k."""
-        # Imported here: the statistics bring numpy, which only the per-task view needs.
-        from agent_eval.score.stats import pass_hat_k
-
         view = []
         for task in self.tasks.values():
             n, c = task.attempts, task.successes

@@ -24,6 +24,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from agent_eval.score.pass_k import pass_hat_k
+
 TaskCount = tuple[int, int]
 """(attempts, passes) for one task."""
 PairCount = tuple[int, int, int, int]
@@ -180,17 +182,6 @@ def pass_at_k(attempts: int, passes: int, k: int) -> float:
     if attempts - passes < k:
         return 1.0
     return float(1.0 - np.prod(1.0 - k / np.arange(attempts - passes + 1, attempts + 1)))
-
-
-@lru_cache(maxsize=1 << 16)
-def pass_hat_k(attempts: int, passes: int, k: int) -> float:
-    """Unbiased chance that all k attempts drawn from this task's pass (tau-bench pass^k)."""
-    if not 1 <= k <= attempts or not 0 <= passes <= attempts:
-        raise ValueError(
-            f"pass^k needs 1 <= k <= attempts and 0 <= passes <= attempts "
-            f"(got k={k}, attempts={attempts}, passes={passes})"
-        )
-    return math.comb(passes, k) / math.comb(attempts, k)
 
 
 def pass_at_k_over_tasks(counts: Sequence[TaskCount], k: int) -> MeanEstimate:

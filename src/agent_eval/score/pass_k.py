@@ -1,0 +1,20 @@
+"""pass^k of one task, in plain Python: the results file's per-task view is written with
+it at the end of every run, where importing numpy would cost more than the whole tally.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+
+# Cached: a report asks for every k of every task, and tasks share (attempts, passes).
+@lru_cache(maxsize=1 << 16)
+def pass_hat_k(attempts: int, passes: int, k: int) -> float:
+    """Unbiased chance that all k attempts drawn from this task's pass (tau-bench pass^k)."""
+    if not 1 <= k <= attempts or not 0 <= passes <= attempts:
+        raise ValueError(
+            f"pass^k needs 1 <= k <= attempts and 0 <= passes <= attempts "
+            f"(got k={k}, attempts={attempts}, passes={passes})"
+        )
+    return math.comb(passes, k) / math.comb(attempts, k)
