@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import BaseModel
+
 from agent_eval.results.records import AttemptResult, ResultsHead, RunHead
 
 Redact = Callable[[str], str]
@@ -47,10 +49,10 @@ def row_json(row: AttemptResult) -> str:
     return row.model_dump_json()
 
 
-def head_document(head: ResultsHead) -> dict[str, Any]:
-    """The head as JSON-ready data: ``schema``, ``run``, ``per_task``; a figure that was
-    never computed (a stdev of one attempt) is left out, as the course leaves it out."""
-    return head.model_dump(mode="json", by_alias=True, exclude_unset=True)
+def _dumped(record: BaseModel) -> dict[str, Any]:
+    """A record as JSON-ready data; a figure that was never computed (a stdev of one
+    attempt) is left out, as the course leaves it out."""
+    return record.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def write_results(
@@ -67,7 +69,8 @@ def write_results(
     memory.
     """
     count = 0
-    document = head_document(head)
+    # per_task is dumped an entry at a time: at 500 repeats its pass^k alone is megabytes.
+    document = {"schema": head.schema_version, "run": _dumped(head.run), "per_task": head.per_task}
     with atomic_file(path) as handle:
         separator = "{\n  "
         for key, value in document.items():
@@ -95,7 +98,8 @@ def _pieces(value: Any, depth: int) -> Iterator[str]:
         inner = "\n" + "  " * (depth + 1)
         yield "["
         for n, item in enumerate(value):
-            text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", inner)
+            data = _dumped(item) if isinstance(item, BaseModel) else item
+            text = json.dumps(data, indent=2, ensure_ascii=False).replace("\n", inner)
             yield ("," if n else "") + inner + text
         yield "\n" + "  " * depth + "]"
     else:
@@ -105,8 +109,7 @@ def _pieces(value: Any, depth: int) -> Iterator[str]:
 def append_labbook(path: Path, run: RunHead, redact: Redact = _unchanged) -> None:
     """Append the run as one JSON line under an exclusive lock, in a single write."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = run.model_dump(mode="json", exclude_unset=True)
-    line = redact(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    line = redact(json.dumps(_dumped(run), ensure_ascii=False, separators=(",", ":")))
     with path.open("a", encoding="utf-8") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
