@@ -28,9 +28,20 @@ settings.load_profile("any-machine")
 
 @pytest.fixture
 def write_suite(tmp_path: Path) -> Callable[..., Path]:
-    """Write a suite JSON file (with an optional documents folder) and return its path."""
+    """Write a suite JSON file and return its path.
+
+    Unless ``top`` names a ``workspace``, the suite gets a documents folder ``docs/`` with
+    one note, since a run refuses to start from no documents; ``workspace=None`` leaves
+    the suite without one.
+    """
 
     def write(tasks: list[dict[str, Any]], name: str = "suite.json", **top: Any) -> Path:
+        if "workspace" not in top:
+            docs = tmp_path / "docs"
+            docs.mkdir(exist_ok=True)
+            (docs / "notes.md").write_text("Notes for the tests.\n", encoding="utf-8")
+            top["workspace"] = "docs"
+        top = {key: value for key, value in top.items() if value is not None}
         body = {"name": "tiny", "version": "1.0.0", **top, "tasks": tasks}
         path = tmp_path / name
         path.write_text(json.dumps(body), encoding="utf-8")

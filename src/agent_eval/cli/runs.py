@@ -24,8 +24,15 @@ from agent_eval.errors import SuiteError
 
 @click.command()
 @click.argument("suite")
-def validate(suite: str) -> int:
-    """Check SUITE (a path or a shipped name such as part26) and list every problem."""
+@click.option("--workspace", help="The documents folder `run --workspace` will be given.")
+@click.option(
+    "--allow-empty-workspace", is_flag=True, help="The tasks need no documents."
+)
+def validate(suite: str, workspace: str | None, allow_empty_workspace: bool) -> int:
+    """Check SUITE (a path or a shipped name such as part26) and list every problem,
+    including a run that would start from no documents.
+    """
+    from agent_eval.run.workspace import check_workspace
     from agent_eval.suite import load_suite
 
     try:
@@ -34,8 +41,11 @@ def validate(suite: str) -> int:
         for problem in exc.problems:
             click.echo(problem)
         raise SuiteError(f"suite {suite}: {len(exc.problems)} problem(s) listed above") from exc
+    check_workspace(loaded, optional_path(workspace), allow_empty_workspace)
     s = loaded.suite
     docs = f", documents in {loaded.documents}" if loaded.documents else ""
+    if loaded.same_as:
+        docs = f", the tasks of shipped suite {loaded.same_as}{docs}"
     click.echo(f"ok  {s.name} {s.version}: {len(s.tasks)} task(s), {loaded.hash}{docs}")
     return EXIT_OK
 
@@ -79,7 +89,16 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
     envvar="OPENAI_API_KEY",
     help="API key for the endpoint [env OPENAI_API_KEY]; never written to any file.",
 )
-@click.option("--workspace", help="Folder copied fresh into each attempt (default: suite's).")
+@click.option(
+    "--workspace",
+    help="Folder copied fresh into each attempt (default: the suite's documents); "
+    "created with the suite's documents when it does not exist yet.",
+)
+@click.option(
+    "--allow-empty-workspace",
+    is_flag=True,
+    help="Run even when there are no documents (tasks that need none).",
+)
 @click.option("--index", help="A search index built by `agent-eval index`, given to the agent.")
 @click.option(
     "--option",
@@ -170,6 +189,7 @@ def run(**flags: Any) -> int:
         router_model=flags["router_model"],
         api_key=flags["api_key"],
         workspace=optional_path(flags["workspace"]),
+        allow_empty_workspace=flags["allow_empty_workspace"],
         index=optional_path(flags["index"]),
         options=parse_options(flags["options"]),
         prices=Prices(
@@ -298,7 +318,8 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
 @click.argument("suite")
 @text_or_json
 @click.option("--workspace", help="Documents folder, for a suite that ships none.")
-def audit(suite: str, fmt: str, workspace: str | None) -> int:
+@click.option("--allow-empty-workspace", is_flag=True, help="The tasks need no documents.")
+def audit(suite: str, fmt: str, workspace: str | None, allow_empty_workspace: bool) -> int:
     """Run degenerate baselines (empty answer, echo the task, dump every document, top
     search passage, "I cannot find that") on SUITE and list the tasks they pass.
 
@@ -308,7 +329,7 @@ def audit(suite: str, fmt: str, workspace: str | None) -> int:
 
     from agent_eval.run.audit import audit as run_audit
 
-    found = run_audit(suite, optional_path(workspace))
+    found = run_audit(suite, optional_path(workspace), allow_empty_workspace)
     if fmt == "json":
         click.echo(json.dumps(found.as_json(), indent=2))
     else:

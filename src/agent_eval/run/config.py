@@ -63,6 +63,8 @@ class RunConfig:
     router_model: str | None = None
     api_key: str | None = None
     workspace: Path | None = None
+    allow_empty_workspace: bool = False
+    """Run even when the workspace has no documents (tasks that need none)."""
     index: Path | None = None
     options: dict[str, str] = field(default_factory=dict)
     prices: Prices = field(default_factory=Prices)

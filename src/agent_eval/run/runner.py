@@ -133,7 +133,7 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"that split (splits declared: {', '.join(splits)})"
             )
     agent = load_agent(config.agent)
-    source, note = workspace_source(loaded, config.workspace)
+    source, note = workspace_source(loaded, config.workspace, config.allow_empty_workspace)
     prepared = PreparedRun(config, loaded, tasks, agent, source, note)
     if config.resume is not None:
         _adopt(prepared, config.resume)
