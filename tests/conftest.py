@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -104,3 +106,21 @@ def gone_soon() -> Callable[[int], bool]:
         return True
 
     return wait
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "agent_eval", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+@pytest.fixture
+def agent_eval() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run `agent-eval ARGS...` in a folder as a user types it, without OPENAI_* settings."""
+    return _cli
