@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 
 from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
+from agent_eval.suite import shipped_suites
 
 # Property tests hold for every input, on any machine: no per-example deadline or
 # too-slow check (a busy machine is slow, not wrong), and no example database, so that a
@@ -50,6 +51,16 @@ def write_suite(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def student(tmp_path: Path) -> Path:
+    """A course student's folder: the lesson's agent-tasks.json (the shipped part26 file,
+    byte for byte) standing alone, with no documents and no agent-workspace yet."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "agent-tasks.json").write_bytes(shipped_suites()["part26"].read_bytes())
+    return folder
 
 
 @pytest.fixture

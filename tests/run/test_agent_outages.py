@@ -24,7 +24,8 @@ def result(content):
     return {"answer": content, "steps": 1, "tokens": 1}
 """
 AGENTS = {
-    "urllib": REQUEST + """
+    "urllib": REQUEST
+    + """
 import urllib.request
 def run_task(task, options):
     request = urllib.request.Request(options["base_url"] + "/chat/completions",
@@ -32,21 +33,24 @@ def run_task(task, options):
     with urllib.request.urlopen(request, timeout=10) as reply:
         return result(json.load(reply)["choices"][0]["message"]["content"])
 """,
-    "httpx": REQUEST + """
+    "httpx": REQUEST
+    + """
 import httpx
 def run_task(task, options):
     reply = httpx.post(options["base_url"] + "/chat/completions", json=body(task, options))
     reply.raise_for_status()
     return result(reply.json()["choices"][0]["message"]["content"])
 """,
-    "requests": REQUEST + """
+    "requests": REQUEST
+    + """
 import requests
 def run_task(task, options):
     reply = requests.post(options["base_url"] + "/chat/completions", json=body(task, options))
     reply.raise_for_status()
     return result(reply.json()["choices"][0]["message"]["content"])
 """,
-    "openai": REQUEST + """
+    "openai": REQUEST
+    + """
 import openai
 def run_task(task, options):
     client = openai.OpenAI(base_url=options["base_url"], api_key="none", max_retries=0)
@@ -54,9 +58,12 @@ def run_task(task, options):
     return result(reply.choices[0].message.content)
 """,
 }
-REFUSED = {"urllib": "urllib.error.URLError", "httpx": "httpx.ConnectError",
-           "requests": "requests.exceptions.ConnectionError",
-           "openai": "openai.APIConnectionError"}
+REFUSED = {
+    "urllib": "urllib.error.URLError",
+    "httpx": "httpx.ConnectError",
+    "requests": "requests.exceptions.ConnectionError",
+    "openai": "openai.APIConnectionError",
+}
 UNAVAILABLE = {"urllib": "urllib.error.HTTPError", "httpx": "httpx.HTTPStatusError",
                "requests": "requests.exceptions.HTTPError",
                "openai": "openai.InternalServerError"}  # fmt: skip
@@ -112,13 +119,16 @@ def test_an_outage_that_clears_passes_after_a_retry(
 def test_an_outage_wrapped_by_the_agent_is_found_through_its_cause(
     tmp_path: Path, agent_eval: Cli
 ) -> None:
-    source = AGENTS["httpx"].replace("def run_task", "def call") + """
+    source = (
+        AGENTS["httpx"].replace("def run_task", "def call")
+        + """
 def run_task(task, options):
     try:
         return call(task, options)
     except httpx.HTTPError as exc:
         raise RuntimeError("the model is unreachable") from exc
 """
+    )
     row = run(agent_eval, tmp_path, source, closed_port(), retries=0)
     assert row["failure_class"] == "infra_error"
     assert row["error"].startswith("run_task raised RuntimeError (caused by httpx.ConnectError)")

@@ -25,9 +25,7 @@ from agent_eval.errors import SuiteError
 @click.command()
 @click.argument("suite")
 @click.option("--workspace", help="The documents folder `run --workspace` will be given.")
-@click.option(
-    "--allow-empty-workspace", is_flag=True, help="The tasks need no documents."
-)
+@click.option("--allow-empty-workspace", is_flag=True, help="The tasks need no documents.")
 def validate(suite: str, workspace: str | None, allow_empty_workspace: bool) -> int:
     """Check SUITE (a path or a shipped name such as part26) and list every problem,
     including a run that would start from no documents.
