@@ -31,7 +31,7 @@ def four_roles(answer: str) -> dict[str, Any]:
                 "system": "^You are the verifier",
                 "reply": {"json": {"supported": True, "answer": answer}},
             },
-        ],  # fmt: skip
+        ],
         "replies": [SEARCH, NOTES],
     }
 
