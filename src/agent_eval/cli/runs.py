@@ -66,7 +66,10 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--only", multiple=True, help="Keep only tasks of this category (repeatable).")
 @click.option("--task-id", "task_ids", multiple=True, help="Keep only this task id (repeatable).")
 @click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
-@click.option("--out", help="Write the results JSON here.")
+@click.option(
+    "--out",
+    help="Write the results JSON here [default: results/{stamp}-{scaffold}-{model}.json].",
+)
 @click.option(
     "--trajectory-dir",
     default="trajectories",
@@ -181,6 +184,7 @@ def run(**flags: Any) -> int:
         task_ids=tuple(flags["task_ids"]),
         repeats=flags["repeats"],
         out=optional_path(flags["out"]),
+        results_dir=Path("results"),
         trajectory_dir=Path(flags["trajectory_dir"]),
         base_url=flags["base_url"],
         model=flags["model"],
@@ -214,7 +218,7 @@ def run(**flags: Any) -> int:
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
-    config = record_held_out(prepared)
+    config = record_held_out(prepared)  # prepared.config, the default --out filled in
     exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()

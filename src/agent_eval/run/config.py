@@ -57,6 +57,9 @@ class RunConfig:
     """Task ids to keep; empty keeps all."""
     repeats: int = 1
     out: Path | None = None
+    results_dir: Path | None = None
+    """Where a run without ``out`` writes its results file, named
+    ``{stamp}-{scaffold}-{model}.json``; None writes only the journal."""
     trajectory_dir: Path = Path("trajectories")
     base_url: str = DEFAULT_BASE_URL
     model: str = DEFAULT_MODEL
