@@ -119,10 +119,14 @@ def gone_soon() -> Callable[[int], bool]:
     return wait
 
 
+AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
+"""The installed command: unlike `python -m agent_eval`, it puts no folder on sys.path."""
+
+
 def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     return subprocess.run(
-        [sys.executable, "-m", "agent_eval", *args],
+        [str(AGENT_EVAL), *args],
         cwd=cwd,
         capture_output=True,
         text=True,
