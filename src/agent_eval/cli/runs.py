@@ -56,7 +56,8 @@ Examples:
   agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
   agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
 
-Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
+Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
+130 when interrupted (Ctrl-C; the finished attempts are written).
 """
 
 
@@ -173,7 +174,13 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
 def run(**flags: Any) -> int:
-    from agent_eval.cli.console import attempt_detail, attempt_line, header, summary_block
+    from agent_eval.cli.console import (
+        attempt_detail,
+        attempt_line,
+        header,
+        id_width,
+        summary_block,
+    )
     from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.runner import execute, prepare
 
@@ -224,10 +231,11 @@ def run(**flags: Any) -> int:
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     click.echo(prepared.workspace_note, err=True)
+    width = id_width([task.id for task in prepared.tasks])
     with progress_bar(prepared.attempts, "attempts") as bar:
 
         def on_attempt(row: Any) -> None:
-            click.echo(attempt_line(row))
+            click.echo(attempt_line(row, width))
             if flags["verbose"]:
                 for line in attempt_detail(row):
                     click.echo(line)
@@ -311,6 +319,8 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
     from agent_eval.run.rescore import rescore as rescore_results
 
     outcome = rescore_results(Path(results), tasks, optional_path(out))
+    for warning in outcome.warnings:
+        click.echo(f"Warning: {warning}", err=True)
     for line in outcome.lines:
         click.echo(line)
     return EXIT_OK if outcome.all_passed else EXIT_FAILED
