@@ -34,8 +34,8 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
         reason = row.failure
-        if row.failure_class == "over_budget" and row.stopped not in reason:
-            reason += f"; stopped: {row.stopped}"  # which budget ran out
+        if row.stopped and row.stopped != "finished" and row.stopped not in reason:
+            reason += f"; stopped: {row.stopped}"  # which budget ran out, an echo...
         lines.append(f"      {row.failure_class}: {reason}")
     return lines
 
