@@ -41,14 +41,6 @@ def run_task(task, options):
     reply.raise_for_status()
     return result(reply.json()["choices"][0]["message"]["content"])
 """,
-    "requests": REQUEST
-    + """
-import requests
-def run_task(task, options):
-    reply = requests.post(options["base_url"] + "/chat/completions", json=body(task, options))
-    reply.raise_for_status()
-    return result(reply.json()["choices"][0]["message"]["content"])
-""",
     "openai": REQUEST
     + """
 import openai
@@ -58,6 +50,7 @@ def run_task(task, options):
     return result(reply.choices[0].message.content)
 """,
 }
+AGENTS["requests"] = AGENTS["httpx"].replace("httpx", "requests")  # the same calls
 REFUSED = {
     "urllib": "urllib.error.URLError",
     "httpx": "httpx.ConnectError",

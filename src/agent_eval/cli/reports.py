@@ -126,13 +126,10 @@ def compare(
     from agent_eval.report import compare_runs, load_results, render_compare
 
     first, second = load_results(a), load_results(b)
-    run_id = first.run.get("run_id")
-    if first.path.resolve() == second.path.resolve() or (
-        run_id and run_id == second.run.get("run_id")
-    ):
+    if first.path.resolve() == second.path.resolve() or first.run == second.run:  # or a copy
         click.echo(
-            f"Warning: A and B are the same run ({run_id or first.path}); every difference "
-            "is zero by construction; compare two different runs",
+            f"Warning: A and B are the same run ({first.run.get('run_id') or first.path}); "
+            "every difference is zero by construction; compare two different runs",
             err=True,
         )
     result = compare_runs(

@@ -333,7 +333,8 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
 @click.option("--allow-empty-workspace", is_flag=True, help="The tasks need no documents.")
 def audit(suite: str, fmt: str, workspace: str | None, allow_empty_workspace: bool) -> int:
     """Run degenerate baselines (empty answer, echo the task, dump every document, top
-    search passage, "I cannot find that") on SUITE and list the tasks they pass.
+    search passage, "I cannot find that", the reference agents' own instructions) on
+    SUITE and list the tasks they pass.
 
     Exit code 2 when some task can be gamed, so CI can guard a suite.
     """
