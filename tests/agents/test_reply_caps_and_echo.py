@@ -86,7 +86,7 @@ def test_an_answer_that_copies_the_prompt_is_not_submitted(
     assert "does not contain" in echo  # the words the refusal check accepts
     server = mock_model(four_roles(echo))
     row = course_line(agent_eval, student, server.base_url, "--verbose")
-    assert (row["passed"], row["failure_class"]) == (False, "wrong_answer")
+    assert (row["checks"]["passed"], row["failure_class"]) == (False, "wrong_answer")
     assert (row["answer"], row["stopped"]) == ("", "echoed_instructions")
     assert "wrong_answer: r1: regex did not match; stopped: echoed_instructions" in row["stdout"]
     stop = json.loads((student / row["trajectory_file"]).read_text().splitlines()[-2])
@@ -107,7 +107,7 @@ def test_an_honest_refusal_is_submitted(
 ) -> None:
     server = mock_model(four_roles(answer))
     row = course_line(agent_eval, student, server.base_url)
-    assert (row["answer"], row["stopped"], row["passed"]) == (answer, "finished", True)
+    assert (row["answer"], row["stopped"], row["checks"]["passed"]) == (answer, "finished", True)
 
 
 def test_quoting_the_documents_or_a_sanctioned_sentence_is_not_an_echo() -> None:

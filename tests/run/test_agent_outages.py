@@ -105,7 +105,11 @@ def test_an_outage_that_clears_passes_after_a_retry(
 ) -> None:
     server = mock_model({"rules": [{"times": 1, "reply": {"fault": "429"}}], "default": ANSWER})
     row = run(agent_eval, tmp_path, AGENTS["openai"], server.base_url, retries=2)
-    assert (row["failure_class"], row["infra_retries"], row["passed"]) == ("passed", 1, True)
+    assert (row["failure_class"], row["infra_retries"], row["checks"]["passed"]) == (
+        "passed",
+        1,
+        True,
+    )
     assert server.request_count == 2
 
 

@@ -134,7 +134,7 @@ class Session:
         if reply.finish_reason == "length" and not (complete is not None and complete(reply)):
             raise Stop(
                 "reply_cut",
-                f"the {role}'s reply was cut at the {self.config.reply_tokens}-token reply "
+                f"the {role}'s reply was cut at the {self.config.reply_cap(role)}-token reply "
                 f"limit (finish_reason length) before it was complete: "
                 f"{(reply.content or '')[-120:]!r}; raise --option reply_tokens=N, or use a "
                 "model that keeps to shorter replies",

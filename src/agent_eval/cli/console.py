@@ -33,7 +33,7 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     answer = " ".join(row.answer.split())
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
-        reason = row.failure
+        reason = row.failure or ""
         if row.stopped and row.stopped != "finished" and row.stopped not in reason:
             reason += f"; stopped: {row.stopped}"  # which budget ran out, an echo...
         lines.append(f"      {row.failure_class}: {reason}")

@@ -128,7 +128,7 @@ def compare(
     first, second = load_results(a), load_results(b)
     if first.path.resolve() == second.path.resolve() or first.run == second.run:  # or a copy
         click.echo(
-            f"Warning: A and B are the same run ({first.run.get('run_id') or first.path}); "
+            f"Warning: A and B are the same run ({first.run.run_id}); "
             "every difference is zero by construction; compare two different runs",
             err=True,
         )
