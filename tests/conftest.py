@@ -123,8 +123,10 @@ AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 """The installed command: unlike `python -m agent_eval`, it puts no folder on sys.path."""
 
 
-def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+def _cli(
+    *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, **(env or {})}
     return subprocess.run(
         [str(AGENT_EVAL), *args],
         cwd=cwd,
@@ -137,5 +139,6 @@ def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedPro
 
 @pytest.fixture
 def agent_eval() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run `agent-eval ARGS...` in a folder as a user types it, without OPENAI_* settings."""
+    """Run `agent-eval ARGS...` in a folder as a user types it, with no OPENAI_* settings
+    but those ``env`` gives."""
     return _cli
