@@ -33,7 +33,8 @@ from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
 root, repeats = Path(sys.argv[1]), int(sys.argv[2])
 config = RunConfig(agent=str(root / "agent.py"), tasks=str(root / "suite.json"),
-                   repeats=repeats, out=root / "r.json", trajectory_dir=root / "traj")
+                   repeats=repeats, out=root / "r.json", trajectory_dir=root / "traj",
+                   allow_empty_workspace=True)
 prepared = prepare(config)
 marks, seen = {}, [0]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, settings
 
 from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
+from agent_eval.suite import shipped_suites
 
 # Property tests hold for every input, on any machine: no per-example deadline or
 # too-slow check (a busy machine is slow, not wrong), and no example database, so that a
@@ -28,15 +31,36 @@ settings.load_profile("any-machine")
 
 @pytest.fixture
 def write_suite(tmp_path: Path) -> Callable[..., Path]:
-    """Write a suite JSON file (with an optional documents folder) and return its path."""
+    """Write a suite JSON file and return its path.
+
+    Unless ``top`` names a ``workspace``, the suite gets a documents folder ``docs/`` with
+    one note, since a run refuses to start from no documents; ``workspace=None`` leaves
+    the suite without one.
+    """
 
     def write(tasks: list[dict[str, Any]], name: str = "suite.json", **top: Any) -> Path:
+        if "workspace" not in top:
+            docs = tmp_path / "docs"
+            docs.mkdir(exist_ok=True)
+            (docs / "notes.md").write_text("Notes for the tests.\n", encoding="utf-8")
+            top["workspace"] = "docs"
+        top = {key: value for key, value in top.items() if value is not None}
         body = {"name": "tiny", "version": "1.0.0", **top, "tasks": tasks}
         path = tmp_path / name
         path.write_text(json.dumps(body), encoding="utf-8")
         return path
 
     return write
+
+
+@pytest.fixture
+def student(tmp_path: Path) -> Path:
+    """A course student's folder: the lesson's agent-tasks.json (the shipped part26 file,
+    byte for byte) standing alone, with no documents and no agent-workspace yet."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "agent-tasks.json").write_bytes(shipped_suites()["part26"].read_bytes())
+    return folder
 
 
 @pytest.fixture
@@ -93,3 +117,28 @@ def gone_soon() -> Callable[[int], bool]:
         return True
 
     return wait
+
+
+AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
+"""The installed command: unlike `python -m agent_eval`, it puts no folder on sys.path."""
+
+
+def _cli(
+    *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, **(env or {})}
+    return subprocess.run(
+        [str(AGENT_EVAL), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+@pytest.fixture
+def agent_eval() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run `agent-eval ARGS...` in a folder as a user types it, with no OPENAI_* settings
+    but those ``env`` gives."""
+    return _cli

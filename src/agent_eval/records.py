@@ -40,6 +40,7 @@ StopReason = Literal[
     "cost_budget",
     "repeated_call",
     "reply_cut",
+    "echoed_instructions",
     "model_error",
     "agent_error",
 ]

@@ -47,7 +47,7 @@ def test_minimal_agent_stops_on_a_cut_reply(
     result = minimal.run_task("When is the lamp lit?", agent_options(server, mode))
     stop = stop_record(result)
     assert (result["stopped"], stop["reason"], result["answer"]) == ("reply_cut", "reply_cut", "")
-    assert "the agent's reply was cut at the 1024-token reply limit" in stop["detail"]
+    assert "the agent's reply was cut at the 384-token reply limit" in stop["detail"]
     assert "finish_reason length" in stop["detail"] and cut[-20:] in stop["detail"]
     models = [r for r in result["trajectory"] if r["type"] == "model"]
     assert models[-1]["content"] == cut  # the cut reply itself is on record

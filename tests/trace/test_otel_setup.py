@@ -120,5 +120,5 @@ def test_without_the_extra_the_cli_says_how_to_install_it(
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
         "Error: OTLP export needs the otel extra, which is not installed "
-        "(opentelemetry is hidden here): pip install 'agent-eval[otel]'\n"
+        "(opentelemetry is hidden here): pip install -e '.[otel]' in the agent-eval clone\n"
     )

@@ -10,5 +10,6 @@ BUILTIN_AGENTS: dict[str, str] = {
     "dump-documents": "agent_eval.agents.baselines:dump_documents",
     "top-passage": "agent_eval.agents.baselines:top_passage",
     "cannot-find": "agent_eval.agents.baselines:cannot_find",
+    "instructions": "agent_eval.agents.baselines:instructions",
 }
 """Name -> `module` or `module:object`; each target satisfies the entry-point contract."""

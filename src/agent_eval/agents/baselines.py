@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_eval.tools import ToolContext, run_tool
+from agent_eval.agents import prompts
+from agent_eval.tools import READ_TOOLS, ToolContext, run_tool, tool_specs
 
 DOCUMENT_SUFFIXES = (".md", ".txt", ".rst", ".csv", ".json")
 
@@ -36,6 +37,8 @@ class Baseline:
             return task, []
         if rule == "cannot-find":
             return "I cannot find that in the documents.", []
+        if rule == "instructions":
+            return reference_instructions(), []
         workspace = Path(options["workspace"])
         if rule == "dump-documents":
             files = sorted(
@@ -66,6 +69,19 @@ top_passage = Baseline(
     "top-passage", "the first search hit passes: retrieval alone answers it, no reading needed"
 )
 cannot_find = Baseline("cannot-find", "a blanket refusal passes: the checks reward saying nothing")
+instructions = Baseline(
+    "instructions",
+    "the reference agents' own instructions pass: a model that copies its prompt scores",
+)
 
-BASELINES = (empty, echo, dump_documents, top_passage, cannot_find)
+BASELINES = (empty, echo, dump_documents, top_passage, cannot_find, instructions)
 """Every baseline, in the order the audit runs them."""
+
+
+def reference_instructions() -> str:
+    """Every instruction the reference agents give their models, in both tool modes."""
+    tools = tool_specs(list(READ_TOOLS))
+    texts = [prompts.agent_system(tools, json_mode=True), prompts.router_system()]
+    texts += [prompts.researcher_system(route, tools, json_mode=True) for route in prompts.ROUTES]
+    texts += [prompts.answerer_system(json_mode=True), prompts.verifier_system()]
+    return "\n\n".join([*texts, prompts.FINAL_TURN, prompts.BAD_ACTION])

@@ -17,6 +17,14 @@ from agent_eval.tools import READ_TOOLS, WRITE_TOOLS
 
 DEFAULT_MAX_STEPS = 24
 """A cap for attempts that set no step limit, so a looping model still stops."""
+REPLY_TOKENS = 384
+"""The most tokens a reply may generate unless ``--option reply_tokens=N`` says otherwise:
+room for one tool call or JSON action, or a short answer, and no more, so a small model
+that rambles stops in seconds rather than minutes."""
+ROLE_REPLY_TOKENS = {"router": 96, "answerer": 256, "verifier": 320}
+"""Roles whose replies are shorter by design: a route and a reason; an answer; a verdict
+with the answer. ``--option reply_tokens_ROLE=N`` sets one role's cap."""
+ROLES = ("agent", "router", "researcher", "answerer", "verifier")
 DEFAULT_TIMEOUT = 120.0
 """Seconds one model request may take unless ``--option request_timeout=S`` says otherwise."""
 
@@ -54,7 +62,9 @@ class AgentConfig:
     temperature: float | None
     """Sampling temperature; the server's default when None."""
     reply_tokens: int
-    """The most tokens one reply may generate."""
+    """The most tokens one reply may generate (``--option reply_tokens=N``)."""
+    role_reply_tokens: dict[str, int]
+    """Caps of roles that differ from ``reply_tokens``."""
     timeout: float
     """Seconds one model request may take."""
 
@@ -90,9 +100,31 @@ class AgentConfig:
             max_cost=_number(options, limits, "max_cost", float),
             prices=_prices(options.get("prices")),
             temperature=_number(options, {}, "temperature", float),
-            reply_tokens=_number(options, {}, "reply_tokens", int) or 1024,
+            reply_tokens=_reply_cap(options, "reply_tokens") or REPLY_TOKENS,
+            role_reply_tokens=_role_caps(options),
             timeout=_number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT,
         )
+
+    def reply_cap(self, role: str) -> int:
+        """The most tokens one reply of ``role`` may generate."""
+        return self.role_reply_tokens.get(role, self.reply_tokens)
+
+
+def _role_caps(options: dict[str, Any]) -> dict[str, int]:
+    """Per-role caps: the defaults unless reply_tokens is given, then reply_tokens_ROLE."""
+    caps = {} if _reply_cap(options, "reply_tokens") else dict(ROLE_REPLY_TOKENS)
+    for role in ROLES:
+        own = _reply_cap(options, f"reply_tokens_{role}")
+        if own:
+            caps[role] = own
+    return caps
+
+
+def _reply_cap(options: dict[str, Any], key: str) -> int | None:
+    value: int | None = _number(options, {}, key, int)
+    if value is not None and value < 1:
+        raise ConfigError(f"option {key}={value}: give 1 or more tokens per reply")
+    return value
 
 
 def _number(options: dict[str, Any], limits: dict[str, Any], key: str, kind: type[Any]) -> Any:

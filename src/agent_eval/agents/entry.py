@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,11 +84,15 @@ def _import_target(spec: str) -> Any:
             raise AgentLoadError(f"agent {spec}: no such file; check the path")
         return _import_file(path)
     module_name, _, attr = spec.partition(":")
+    here = os.getcwd()
+    if here not in sys.path:  # as `python -m` does: the current folder's packages import
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AgentLoadError(
-            f"agent {spec}: cannot import {module_name} ({exc}); give a .py file path, "
+            f"agent {spec}: cannot import {module_name} from {here} or the installed "
+            f"packages ({exc}); run from the folder that holds it, or give a .py file path, "
             f"package.module:object or builtin:NAME"
         ) from None
     if not attr:

@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agent_eval.agents import prompts
 from agent_eval.agents.citing import Sources
 from agent_eval.agents.config import AgentConfig
+from agent_eval.agents.echo import echoed_words
 from agent_eval.errors import ConfigError, ModelEndpointError
 from agent_eval.models.client import ChatClient, ChatReply
 from agent_eval.score.cost import attempt_cost
@@ -48,6 +50,8 @@ class Session:
         """What searches and reads showed, so the answer can cite the lines it rests on."""
         self.notes: list[str] = []
         """Remarks for the stop record's detail (a fallback taken, a role skipped)."""
+        self.instructions: dict[str, None] = dict.fromkeys((prompts.FINAL_TURN, prompts.BAD_ACTION))
+        """Every instruction text sent to a model, so an answer that copies them is caught."""
         self._started = time.monotonic()
 
     @property
@@ -98,13 +102,16 @@ class Session:
         back is still whole (a JSON object the grammar closed on the last token).
         """
         self.check_budget()
+        self.instructions.update(
+            (str(m["content"]), None) for m in messages if m.get("role") == "system"
+        )
         reply = self.client.chat(
             model,
             messages,
             tools=tools,
             response_format=response_format,
             temperature=self.config.temperature,
-            max_tokens=self.config.reply_tokens,
+            max_tokens=self.config.reply_cap(role),
         )
         used = reply.prompt_tokens + reply.completion_tokens
         self.steps += 1
@@ -127,7 +134,7 @@ class Session:
         if reply.finish_reason == "length" and not (complete is not None and complete(reply)):
             raise Stop(
                 "reply_cut",
-                f"the {role}'s reply was cut at the {self.config.reply_tokens}-token reply "
+                f"the {role}'s reply was cut at the {self.config.reply_cap(role)}-token reply "
                 f"limit (finish_reason length) before it was complete: "
                 f"{(reply.content or '')[-120:]!r}; raise --option reply_tokens=N, or use a "
                 "model that keeps to shorter replies",
@@ -165,6 +172,14 @@ class Session:
         answer, reason, infra = "", "finished", None
         try:
             answer = body()
+            copied = echoed_words(answer, self.instructions)
+            if copied:
+                answer, reason = "", "echoed_instructions"
+                self.notes.insert(
+                    0,
+                    f"the answer copied {copied} words of the agent's own instructions; "
+                    "it was not submitted",
+                )
         except Stop as stop:
             reason = stop.reason
             self.notes.insert(0, stop.detail)

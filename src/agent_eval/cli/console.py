@@ -11,10 +11,19 @@ def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
     return f"{scaffold} x {model}: {tasks} task(s), {repeats} attempt(s) each"
 
 
-def attempt_line(row: AttemptResult) -> str:
+ID_WIDTH = 16
+"""The course's task-id column; a run with longer ids widens it to the longest."""
+
+
+def id_width(task_ids: list[str]) -> int:
+    """The task-id column's width for a run of these tasks."""
+    return max([ID_WIDTH, *(len(task_id) for task_id in task_ids)])
+
+
+def attempt_line(row: AttemptResult, width: int = ID_WIDTH) -> str:
     mark = "ok " if row.passed else "BAD"
     return (
-        f"  {mark} {row.id:<16} r{row.attempt}  {row.steps:>2} step(s)"
+        f"  {mark} {row.id:<{width}} r{row.attempt}  {row.steps:>2} step(s)"
         f"  {row.tokens:>7} tok  {row.seconds:6.1f}s"
     )
 
@@ -24,7 +33,10 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     answer = " ".join(row.answer.split())
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
-        lines.append(f"      {row.failure_class}: {row.failure}")
+        reason = row.failure or ""
+        if row.stopped and row.stopped != "finished" and row.stopped not in reason:
+            reason += f"; stopped: {row.stopped}"  # which budget ran out, an echo...
+        lines.append(f"      {row.failure_class}: {reason}")
     return lines
 
 

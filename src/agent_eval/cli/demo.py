@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_eval.cli.console import attempt_line, header
+from agent_eval.cli.console import attempt_line, header, id_width
 from agent_eval.errors import ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import INSTALL_ADVICE
 from agent_eval.models.local_server import wait_healthy
@@ -89,10 +89,13 @@ def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = D
             results.append(plan.out_dir / f"results-{name}.json")
             echo("")
             echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), plan.repeats))
+            width = id_width([task.id for task in prepared.tasks])
             with progress(prepared.attempts, name) as advance:
 
-                def on_attempt(row: AttemptResult, advance: Callable[[], None] = advance) -> None:
-                    echo(attempt_line(row))
+                def on_attempt(
+                    row: AttemptResult, advance: Callable[[], None] = advance, width: int = width
+                ) -> None:
+                    echo(attempt_line(row, width))
                     advance()
 
                 execute(prepared, on_attempt)

@@ -125,9 +125,16 @@ def compare(
     """Compare run B against run A, paired by task id, and say whether the change is real."""
     from agent_eval.report import compare_runs, load_results, render_compare
 
+    first, second = load_results(a), load_results(b)
+    if first.path.resolve() == second.path.resolve() or first.run == second.run:  # or a copy
+        click.echo(
+            f"Warning: A and B are the same run ({first.run.run_id}); "
+            "every difference is zero by construction; compare two different runs",
+            err=True,
+        )
     result = compare_runs(
-        load_results(a),
-        load_results(b),
+        first,
+        second,
         alpha=alpha,
         power=power,
         delta=delta,

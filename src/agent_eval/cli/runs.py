@@ -24,8 +24,13 @@ from agent_eval.errors import SuiteError
 
 @click.command()
 @click.argument("suite")
-def validate(suite: str) -> int:
-    """Check SUITE (a path or a shipped name such as part26) and list every problem."""
+@click.option("--workspace", help="The documents folder `run --workspace` will be given.")
+@click.option("--allow-empty-workspace", is_flag=True, help="The tasks need no documents.")
+def validate(suite: str, workspace: str | None, allow_empty_workspace: bool) -> int:
+    """Check SUITE (a path or a shipped name such as part26) and list every problem,
+    including a run that would start from no documents.
+    """
+    from agent_eval.run.workspace import check_workspace
     from agent_eval.suite import load_suite
 
     try:
@@ -34,8 +39,11 @@ def validate(suite: str) -> int:
         for problem in exc.problems:
             click.echo(problem)
         raise SuiteError(f"suite {suite}: {len(exc.problems)} problem(s) listed above") from exc
+    check_workspace(loaded, optional_path(workspace), allow_empty_workspace)
     s = loaded.suite
     docs = f", documents in {loaded.documents}" if loaded.documents else ""
+    if loaded.same_as:
+        docs = f", the tasks of shipped suite {loaded.same_as}{docs}"
     click.echo(f"ok  {s.name} {s.version}: {len(s.tasks)} task(s), {loaded.hash}{docs}")
     return EXIT_OK
 
@@ -48,7 +56,8 @@ Examples:
   agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
   agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
 
-Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
+Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
+130 when interrupted (Ctrl-C; the finished attempts are written).
 """
 
 
@@ -58,7 +67,10 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
 @click.option("--only", multiple=True, help="Keep only tasks of this category (repeatable).")
 @click.option("--task-id", "task_ids", multiple=True, help="Keep only this task id (repeatable).")
 @click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
-@click.option("--out", help="Write the results JSON here.")
+@click.option(
+    "--out",
+    help="Write the results JSON here [default: results/{stamp}-{scaffold}-{model}.json].",
+)
 @click.option(
     "--trajectory-dir",
     default="trajectories",
@@ -79,7 +91,16 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
     envvar="OPENAI_API_KEY",
     help="API key for the endpoint [env OPENAI_API_KEY]; never written to any file.",
 )
-@click.option("--workspace", help="Folder copied fresh into each attempt (default: suite's).")
+@click.option(
+    "--workspace",
+    help="Folder copied fresh into each attempt (default: the suite's documents); "
+    "created with the suite's documents when it does not exist yet.",
+)
+@click.option(
+    "--allow-empty-workspace",
+    is_flag=True,
+    help="Run even when there are no documents (tasks that need none).",
+)
 @click.option("--index", help="A search index built by `agent-eval index`, given to the agent.")
 @click.option(
     "--option",
@@ -153,7 +174,13 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error.
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
 def run(**flags: Any) -> int:
-    from agent_eval.cli.console import attempt_detail, attempt_line, header, summary_block
+    from agent_eval.cli.console import (
+        attempt_detail,
+        attempt_line,
+        header,
+        id_width,
+        summary_block,
+    )
     from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.runner import execute, prepare
 
@@ -164,12 +191,14 @@ def run(**flags: Any) -> int:
         task_ids=tuple(flags["task_ids"]),
         repeats=flags["repeats"],
         out=optional_path(flags["out"]),
+        results_dir=Path("results"),
         trajectory_dir=Path(flags["trajectory_dir"]),
         base_url=flags["base_url"],
         model=flags["model"],
         router_model=flags["router_model"],
         api_key=flags["api_key"],
         workspace=optional_path(flags["workspace"]),
+        allow_empty_workspace=flags["allow_empty_workspace"],
         index=optional_path(flags["index"]),
         options=parse_options(flags["options"]),
         prices=Prices(
@@ -196,16 +225,17 @@ def run(**flags: Any) -> int:
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
-    config = record_held_out(prepared)
+    config = record_held_out(prepared)  # prepared.config, the default --out filled in
     exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     click.echo(prepared.workspace_note, err=True)
+    width = id_width([task.id for task in prepared.tasks])
     with progress_bar(prepared.attempts, "attempts") as bar:
 
         def on_attempt(row: Any) -> None:
-            click.echo(attempt_line(row))
+            click.echo(attempt_line(row, width))
             if flags["verbose"]:
                 for line in attempt_detail(row):
                     click.echo(line)
@@ -289,6 +319,8 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
     from agent_eval.run.rescore import rescore as rescore_results
 
     outcome = rescore_results(Path(results), tasks, optional_path(out))
+    for warning in outcome.warnings:
+        click.echo(f"Warning: {warning}", err=True)
     for line in outcome.lines:
         click.echo(line)
     return EXIT_OK if outcome.all_passed else EXIT_FAILED
@@ -298,9 +330,11 @@ def rescore(results: str, tasks: str, out: str | None) -> int:
 @click.argument("suite")
 @text_or_json
 @click.option("--workspace", help="Documents folder, for a suite that ships none.")
-def audit(suite: str, fmt: str, workspace: str | None) -> int:
+@click.option("--allow-empty-workspace", is_flag=True, help="The tasks need no documents.")
+def audit(suite: str, fmt: str, workspace: str | None, allow_empty_workspace: bool) -> int:
     """Run degenerate baselines (empty answer, echo the task, dump every document, top
-    search passage, "I cannot find that") on SUITE and list the tasks they pass.
+    search passage, "I cannot find that", the reference agents' own instructions) on
+    SUITE and list the tasks they pass.
 
     Exit code 2 when some task can be gamed, so CI can guard a suite.
     """
@@ -308,7 +342,7 @@ def audit(suite: str, fmt: str, workspace: str | None) -> int:
 
     from agent_eval.run.audit import audit as run_audit
 
-    found = run_audit(suite, optional_path(workspace))
+    found = run_audit(suite, optional_path(workspace), allow_empty_workspace)
     if fmt == "json":
         click.echo(json.dumps(found.as_json(), indent=2))
     else:

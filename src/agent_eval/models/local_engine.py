@@ -25,7 +25,7 @@ from typing import Any
 from agent_eval.errors import ConfigError, ExtraMissingError
 from agent_eval.models.local_sampling import grammar_first_llama
 
-INSTALL_ADVICE = "pip install 'agent-eval[local]'"
+INSTALL_ADVICE = "pip install -e '.[local]' in the agent-eval clone"
 
 
 class RequestError(Exception):

@@ -24,6 +24,17 @@ def _unchanged(text: str) -> str:
     return text
 
 
+def _current_umask() -> int:
+    """The process's umask; read once, at import, before any writer thread starts (reading
+    it means setting it, which would race with files other threads create)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _current_umask()
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """Write to a temporary file in the same folder, flush, then rename over ``path``.
@@ -33,6 +44,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~UMASK)  # mkstemp's 0600 would hide results from the group
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()

@@ -116,10 +116,13 @@ def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> 
             touched = _touched(changes(before, snapshot(workspace)))
     failure: FailureClass
     if outcome.reply is None:
-        reply = AgentReply(answer="", steps=0, tokens=0, stopped=outcome.failure or "agent_error")
+        failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"
+        stopped = outcome.failure or "agent_error"
+        if outcome.failure == "infra_error":  # its HTTP client raised an outage
+            failure, stopped = "infra_error", "model_error"
+        reply = AgentReply(answer="", steps=0, tokens=0, stopped=stopped)
         uncited = judge_citations(task.expect_citations, [], {})
         checks = score_attempt(task, "", 0, [], 0, seconds, state, citations=uncited)
-        failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"
         error = outcome.error
     else:
         reply = AgentReply.model_validate(outcome.reply)

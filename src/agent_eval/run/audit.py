@@ -55,7 +55,7 @@ class Audit:
         return out
 
 
-def audit(suite: str, workspace: Path | None = None) -> Audit:
+def audit(suite: str, workspace: Path | None = None, allow_empty: bool = False) -> Audit:
     """Run every baseline once on every task of ``suite`` and collect what passed."""
     passed: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="agent-eval-audit-") as scratch:
@@ -64,6 +64,7 @@ def audit(suite: str, workspace: Path | None = None) -> Audit:
                 agent=f"builtin:{baseline.SCAFFOLD_NAME}",
                 tasks=suite,
                 workspace=workspace,
+                allow_empty_workspace=allow_empty,
                 trajectory_dir=Path(scratch) / baseline.SCAFFOLD_NAME,
                 max_infra_retries=0,
             )

@@ -13,6 +13,14 @@ DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 DEFAULT_MODEL = "local/chat"
 
 
+PRICE_FLAGS = {
+    "per_million": "--cost-per-million",
+    "input_per_million": "--input-cost-per-million",
+    "output_per_million": "--output-cost-per-million",
+}
+"""Each price and the flag that gives it."""
+
+
 @dataclass(frozen=True)
 class Prices:
     """The user's own prices in currency units per million tokens; the harness invents none."""
@@ -22,10 +30,10 @@ class Prices:
     output_per_million: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("per_million", "input_per_million", "output_per_million"):
+        for name, flag in PRICE_FLAGS.items():
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(f"price {name.replace('_', '-')} is {value}; give 0 or more")
+            if value is not None and not value >= 0:  # NaN too
+                raise ConfigError(f"{flag} {value:g}: a price is 0 or more; give your price")
         if self.per_million is not None and (
             self.input_per_million is not None or self.output_per_million is not None
         ):
@@ -57,12 +65,17 @@ class RunConfig:
     """Task ids to keep; empty keeps all."""
     repeats: int = 1
     out: Path | None = None
+    results_dir: Path | None = None
+    """Where a run without ``out`` writes its results file, named
+    ``{stamp}-{scaffold}-{model}.json``; None writes only the journal."""
     trajectory_dir: Path = Path("trajectories")
     base_url: str = DEFAULT_BASE_URL
     model: str = DEFAULT_MODEL
     router_model: str | None = None
     api_key: str | None = None
     workspace: Path | None = None
+    allow_empty_workspace: bool = False
+    """Run even when the workspace has no documents (tasks that need none)."""
     index: Path | None = None
     options: dict[str, str] = field(default_factory=dict)
     prices: Prices = field(default_factory=Prices)

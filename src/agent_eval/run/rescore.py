@@ -24,7 +24,7 @@ from agent_eval.results import (
 from agent_eval.score.checks import classify, score_attempt
 from agent_eval.score.citations import rejudge
 from agent_eval.score.cost import attempt_cost
-from agent_eval.suite import load_suite
+from agent_eval.suite import LoadedSuite, load_suite
 
 KEEP = ("agent_error",)
 """Classes with no reply to score: the agent crashed or misbehaved."""
@@ -37,6 +37,8 @@ class Rescored:
     head: ResultsHead
     lines: list[str]
     all_passed: bool
+    warnings: tuple[str, ...] = ()
+    """What the user must know before trusting the new verdicts (stderr)."""
 
 
 def rescore(path: Path, suite_spec: str, out: Path | None) -> Rescored:
@@ -80,7 +82,20 @@ def rescore(path: Path, suite_spec: str, out: Path | None) -> Rescored:
         write_results(out, new_head, rescored)
         lines.append(f"written to {out}")
     all_passed = bool(tally.runs) and tally.passed == tally.runs
-    return Rescored(new_head, lines, all_passed)
+    return Rescored(new_head, lines, all_passed, _unbumped(head, loaded))
+
+
+def _unbumped(before: ResultsHead, loaded: LoadedSuite) -> tuple[str, ...]:
+    """A warning when the suite's content changed under the same name and version."""
+    run = before.run
+    same = (run.task_set, run.task_set_version) == (loaded.suite.name, loaded.suite.version)
+    if not same or run.suite_hash in (None, loaded.hash):
+        return ()
+    return (
+        f"suite {loaded.suite.name} {loaded.suite.version} changed since this run "
+        f"({run.suite_hash} -> {loaded.hash}) without a version bump; give the edited suite "
+        "a new version so its numbers are never mixed with the old ones",
+    )
 
 
 def _rescored(

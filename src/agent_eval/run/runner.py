@@ -55,6 +55,7 @@ from agent_eval.run.secrets import Redactor, public_options
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import workspace_source
 from agent_eval.suite import LoadedSuite, load_suite
+from agent_eval.trace.trajectory import safe_part
 
 OnAttempt = Callable[[AttemptResult], None]
 MAX_RETRY_WAIT = 60.0
@@ -133,8 +134,10 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"that split (splits declared: {', '.join(splits)})"
             )
     agent = load_agent(config.agent)
-    source, note = workspace_source(loaded, config.workspace)
+    source, note = workspace_source(loaded, config.workspace, config.allow_empty_workspace)
     prepared = PreparedRun(config, loaded, tasks, agent, source, note)
+    if config.out is None and config.resume is None and config.results_dir is not None:
+        config = prepared.config = replace(config, out=_default_out(prepared, config.results_dir))
     if config.resume is not None:
         _adopt(prepared, config.resume)
     elif config.out is not None:
@@ -149,6 +152,16 @@ def prepare(config: RunConfig) -> PreparedRun:
         name = f"{stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
         prepared.journal_path = config.trajectory_dir / name
     return prepared
+
+
+def _default_out(prepared: PreparedRun, folder: Path) -> Path:
+    """A results path that no earlier run used: `{stamp}-{scaffold}-{model}.json`."""
+    stamp = prepared.started.strftime("%Y%m%dT%H%M%S")
+    stem = "-".join(safe_part(p) for p in (stamp, prepared.agent.scaffold, prepared.config.model))
+    path = folder / f"{stem}.json"
+    if path.exists() or journal_path_for(path).exists():
+        path = folder / f"{stem}-{prepared.run_id}.json"
+    return path
 
 
 def _adopt(prepared: PreparedRun, resume: Path) -> None:

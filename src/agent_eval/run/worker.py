@@ -19,6 +19,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agent_eval.agents.entry import AgentMisbehaved, coerce_reply, load_agent
+from agent_eval.agents.outage import describe as describe_outage
+from agent_eval.agents.outage import find_outage
 from agent_eval.errors import AgentLoadError
 from agent_eval.run.zygote import Zygote
 
@@ -32,7 +34,7 @@ class Outcome:
     error: str | None = None
     """Why there is no reply, in one line."""
     failure: str | None = None
-    """agent_error or over_budget when there is no reply."""
+    """agent_error, over_budget or infra_error when there is no reply."""
     infra: dict[str, Any] | None = None
     """The agent's account of a model endpoint failure, for retries."""
 
@@ -89,7 +91,10 @@ def _attempt(
         return ("over_budget", f"memory over --max-memory-mb {memory_mb}", None)
     except AgentMisbehaved as exc:
         return ("agent_error", str(exc), None)
-    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours
+    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours...
+        outage = find_outage(exc)
+        if outage is not None:  # ...unless its HTTP client says the endpoint failed
+            return ("infra_error", describe_outage(exc, outage), outage.as_infra())
         return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", None)
 
 
@@ -148,7 +153,7 @@ class Worker:
             return Outcome(value, infra=infra)
         if kind == "over_budget":
             self.kill()  # after a MemoryError the process is not worth trusting
-        return Outcome(None, value, kind)
+        return Outcome(None, value, kind, infra)
 
     def ask_to_close(self) -> None:
         """Ask the agent to close() without waiting: asking every worker before close()

@@ -25,27 +25,67 @@ def scratch_root() -> str | None:
     return None
 
 
-def workspace_source(loaded: LoadedSuite, workspace: Path | None) -> tuple[Path | None, str]:
+def workspace_source(
+    loaded: LoadedSuite, workspace: Path | None, allow_empty: bool = False
+) -> tuple[Path | None, str]:
     """The folder each attempt copies, and a note for the console about where it came from.
 
-    An explicit --workspace wins. When it names a folder that does not exist yet and the
-    suite ships documents, the folder is created with them, so the course's commands
-    (`--workspace ./agent-workspace`) work verbatim on a fresh clone.
+    An explicit --workspace wins. When it names a folder that does not exist yet (or an
+    empty one) and the suite has documents, the folder is created with them, so the
+    course's commands (`--workspace ./agent-workspace`) work verbatim on a fresh clone.
+    A run never starts on an empty workspace unless ``allow_empty`` says so.
     """
+    check_workspace(loaded, workspace, allow_empty)
+    documents = loaded.documents
+    origin = "from the suite"
+    if loaded.same_as is not None:
+        origin = f"from the shipped suite {loaded.same_as} ({loaded.path.name} has its tasks)"
     if workspace is None:
-        if loaded.documents is None:
-            return None, "workspace: empty (the suite names no documents; give --workspace)"
-        return loaded.documents, f"workspace: {_count(loaded.documents)} from the suite"
-    if workspace.is_dir():
+        if documents is None:
+            return None, "workspace: empty (--allow-empty-workspace)"
+        return documents, f"workspace: {_count(documents)} {origin}"
+    if _has_files(workspace) or documents is None:
         return workspace, f"workspace: {_count(workspace)} from {workspace}"
-    if workspace.exists():
-        raise ConfigError(f"--workspace {workspace}: is a file, not a folder; give a folder")
-    if loaded.documents is None:
+    shutil.copytree(documents, workspace, dirs_exist_ok=True)
+    return workspace, f"workspace: created {workspace} with {_count(workspace)} {origin}"
+
+
+def check_workspace(loaded: LoadedSuite, workspace: Path | None, allow_empty: bool) -> None:
+    """Raise ConfigError, naming the fix, when a run would start from no documents.
+
+    Changes nothing on disk, so `validate` can ask the same question `run` does.
+    """
+    label, documents = loaded.path.name, loaded.documents
+    has_documents = documents is not None and _has_files(documents)
+    if workspace is not None:
+        if workspace.exists() and not workspace.is_dir():
+            raise ConfigError(f"--workspace {workspace}: is a file, not a folder; give a folder")
+        if _has_files(workspace) or has_documents or (allow_empty and workspace.is_dir()):
+            return
+        if not workspace.exists():
+            raise ConfigError(
+                f"--workspace {workspace}: no such folder, and suite {label} has no documents "
+                f"to create it with; create it with the agent's documents"
+            )
         raise ConfigError(
-            f"--workspace {workspace}: no such folder; create it with the agent's documents"
+            f"--workspace {workspace}: the folder is empty; put the agent's documents in it, "
+            f"or give --allow-empty-workspace if the tasks need none"
         )
-    shutil.copytree(loaded.documents, workspace)
-    return workspace, f"workspace: created {workspace} with {_count(workspace)} from the suite"
+    if has_documents or allow_empty:
+        return
+    where = (
+        f"its documents folder {documents} is empty"
+        if documents is not None
+        else "its 'workspace' names no folder next to it"
+    )
+    raise ConfigError(
+        f"suite {label}: no documents to work on ({where}); give --workspace DIR with the "
+        f"agent's documents, or --allow-empty-workspace if the tasks need none"
+    )
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
 
 
 def _count(folder: Path) -> str:

@@ -83,6 +83,9 @@ class LoadedSuite:
     """The folder copied into each attempt's workspace, when the suite has one."""
     shipped: str | None = None
     """The shipped name (part26...) when it was loaded by name."""
+    same_as: str | None = None
+    """The shipped suite whose task content this file has (a copy of its file, such as
+    the lesson's agent-tasks.json); its documents are this suite's documents."""
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -152,12 +155,25 @@ def load_suite(spec: str | Path) -> LoadedSuite:
         raise SuiteError(f"suite {label}: {count}; first: {problems[0]}", problems)
     suite = Suite.model_validate(raw)
     suite_id = suite_hash(suite, path.parent)
-    documents = _documents(suite, path)
+    documents, same_as = _documents(suite, path), None
+    if documents is None and shipped_name is None:
+        same_as = _shipped_with_hash(suite_id)
+        if same_as is not None:
+            documents = shipped[same_as].parent / "workspace"
     problems = [f"suite {label}, {msg}" for msg in _citation_problems(suite, documents)]
     if problems:
         raise SuiteError(f"suite {label}: {len(problems)} problem(s); first: {problems[0]}",
                          problems)  # fmt: skip
-    return LoadedSuite(suite, path, suite_id, documents, shipped_name)
+    return LoadedSuite(suite, path, suite_id, documents, shipped_name, same_as)
+
+
+def _shipped_with_hash(wanted: str) -> str | None:
+    """The shipped suite whose task content hashes to ``wanted``, if one does."""
+    for name, path in shipped_suites().items():
+        suite = Suite.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        if suite_hash(suite, path.parent) == wanted:
+            return name
+    return None
 
 
 def _citation_problems(suite: Suite, documents: Path | None) -> list[str]:

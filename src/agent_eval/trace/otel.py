@@ -27,7 +27,7 @@ from agent_eval.trace.trajectory import read_trajectory
 
 TRACES_PATH = "/v1/traces"
 """The OTLP/HTTP traces path, appended to an endpoint that does not already end in it."""
-INSTALL = "pip install 'agent-eval[otel]'"
+INSTALL = "pip install -e '.[otel]' in the agent-eval clone"
 
 
 @dataclass(frozen=True)
