@@ -34,6 +34,8 @@ FORBIDDEN = {
     "score": ["tools", "models", "agents", "run", "results", "report", "cli"],
     "tools": ["suite", "score", "models", "agents", "run", "results", "report", "cli"],
     "models": ["suite", "score", "tools", "agents", "run", "results", "report", "cli"],
+    "web": ["records", "suite", "score", "tools", "models", "agents", "run", "results",
+            "report", "cli"],
     # The results file's one owner: records, errors and score only.
     "results": ["suite", "tools", "models", "agents", "run", "report", "trace", "cli"],
     "agents": ["run", "report", "cli"],
@@ -41,7 +43,11 @@ FORBIDDEN = {
     "trace": ["suite", "tools", "models", "agents", "run", "report", "cli"],
     "trace.otel": ["suite", "tools", "models", "agents", "run", "report", "cli"],
     "run": ["cli", "report"],
+    "viewer": ["agents", "tools", "models", "run", "cli"],
 }  # fmt: skip
+for _package, _forbidden in FORBIDDEN.items():
+    if _package != "viewer":
+        _forbidden.append("viewer")  # only the CLI opens the viewer
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))

@@ -228,6 +228,16 @@ def test_unknown_routes_and_non_json_bodies_are_refused(client: httpx.Client) ->
 
 
 @needs_model
+def test_a_body_over_the_cap_or_of_unknown_length_is_refused(client: httpx.Client) -> None:
+    from agent_eval.web import MAX_BODY
+
+    big = client.post("/chat/completions", content=b"{" + b" " * MAX_BODY + b"}")
+    assert (big.status_code, big.json()["error"]["code"]) == (413, "bad_body")
+    chunked = client.post("/chat/completions", content=iter([b'{"model": "local/chat"}']))
+    assert (chunked.status_code, chunked.json()["error"]["code"]) == (411, "bad_body")
+
+
+@needs_model
 def test_parallel_instances_answer_together_and_stop_closes_the_port(tmp_path: Path) -> None:
     codes: list[int] = []
     # start() then the with block: a second start must not run a second serving loop.

@@ -202,3 +202,41 @@ def test_parallel_conversations_get_the_same_sequence(mock_model: Start) -> None
         thread.join()
     assert seen[0] == seen[1] == [f"reply {i}" for i in range(5)]
     assert server.request_count == 10
+
+
+def test_a_body_over_the_cap_is_refused_unread(mock_model: Start) -> None:
+    from agent_eval.web import MAX_BODY
+
+    server = mock_model({"default": {"content": "x"}})
+    padding = "x" * (MAX_BODY + 1 - len('{"messages": [], "p": ""}'))
+    big = httpx.post(
+        f"{server.base_url}/chat/completions", content=f'{{"messages": [], "p": "{padding}"}}'
+    )
+    assert big.status_code == 413 and str(MAX_BODY) in big.json()["error"]["message"]
+    ok = httpx.post(
+        f"{server.base_url}/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert ok.status_code == 200 and server.request_count == 1
+
+
+def test_a_held_request_is_dropped_without_a_reply_when_the_server_stops(
+    mock_model: Start,
+) -> None:
+    server = mock_model({"replies": [{"fault": "timeout"}]}, hang_seconds=30)
+    failures: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            httpx.post(f"{server.base_url}/chat/completions", json={"messages": []}, timeout=20)
+        except httpx.HTTPError as exc:
+            failures.append(exc)
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    while server.request_count == 0:
+        time.sleep(0.01)
+    server.stop()
+    asker.join(25)  # the hang would hold it 30 s, the client's timeout 20 s
+    assert not asker.is_alive()
+    assert [type(f) for f in failures] == [httpx.RemoteProtocolError]

@@ -19,6 +19,7 @@ from agent_eval.cli.models import mock_model, serve_model
 from agent_eval.cli.reports import compare, export_otel, history, report
 from agent_eval.cli.runs import audit, demo, index, rescore, run, validate
 from agent_eval.cli.sweep import sweep
+from agent_eval.cli.view import view
 from agent_eval.errors import AgentEvalError
 
 
@@ -63,5 +64,5 @@ def cli(debug: bool) -> None:
 
 
 for command in (validate, run, sweep, rescore, audit, index, demo, report, compare, history,
-                export_otel, serve_model, mock_model):  # fmt: skip
+                export_otel, serve_model, mock_model, view):  # fmt: skip
     cli.add_command(command)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.cli.console import attempt_line, header, id_width
+from agent_eval.cli.view import view_command
 from agent_eval.errors import ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import INSTALL_ADVICE
 from agent_eval.models.local_server import wait_healthy
@@ -110,6 +111,7 @@ def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = D
         echo("")
         echo(render_compare(compare_runs(load_results(results[0]), load_results(results[1]))))
     echo(f"results, trajectories and labbook are in {plan.out_dir}/")
+    echo(f"to see where each attempt went wrong: {view_command([plan.out_dir])}")
     return 0
 
 

@@ -80,10 +80,8 @@ def serve_model(
         f"{info['engine_binding']} {info['engine_version']}) at {server.base_url}"
     )
     click.echo(f"models: {', '.join(c['id'] for c in server.model_cards())}; Ctrl-C stops")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
+    server.serve_forever()  # returns on Ctrl-C, once running requests have finished
+    click.echo("stopped", err=True)
     return EXIT_OK
 
 

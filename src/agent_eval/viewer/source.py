@@ -1,0 +1,293 @@
+"""Where the viewer's data comes from: runs found under the given paths, read through the
+results, journal and labbook readers, and files confined to the given folders.
+
+This is the viewer's only module that reads files. Every page asks it by an opaque run
+id and a row index, never by a path, so no URL can name a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
+from agent_eval.report.results import Attempt, RunResults, compact, load_results, read_run
+from agent_eval.run.journal import JOURNAL_SUFFIX, read_journal
+
+TRAJECTORY_NAME = re.compile(r"-r\d+\.jsonl$")
+"""Trajectory files, which are never runs; a folder of 100,000 of them is skipped fast."""
+MAX_DEPTH = 4
+"""Folders below a given one that are searched for runs."""
+RESCAN_SECONDS = 2.0
+"""A live run's new files and rows show up within this long."""
+LIVE_SECONDS = 600
+"""A journal changed this recently shows as a run in progress."""
+TRAJECTORY_LIMIT = 64 * 1024 * 1024
+"""The largest trajectory file read, in bytes."""
+
+
+@dataclass
+class RunSource:
+    """One run found on disk: a results file, a journal of a run in progress, or a
+    labbook line without its results file."""
+
+    id: str
+    """Opaque and stable: a hash of the kind, the path and the labbook line."""
+    kind: str
+    """results, journal or labbook."""
+    path: Path
+    """The file, inside one of the given folders."""
+    run: dict[str, Any] = field(default_factory=dict)
+    """The run object (for a journal: its header and what its rows tell)."""
+    problem: str | None = None
+    """Why the run cannot be read, shown on the page instead of its numbers."""
+    problems: list[str] = field(default_factory=list)
+    """Lines skipped while reading, for a journal or labbook."""
+    signature: tuple[int, int] = (0, 0)
+    """(mtime_ns, size) when read; a change means read again."""
+
+
+def _run_id(kind: str, path: Path, line: int = 0) -> str:
+    digest = hashlib.sha256(f"{kind}\0{path}\0{line}".encode()).hexdigest()
+    return digest[:12]
+
+
+def _recent(signature: tuple[int, int]) -> bool:
+    """Whether a journal was written to lately: a run that wrote no results file leaves
+    its journal behind, and a journal alone cannot say whether its run still goes on."""
+    return time.time_ns() - signature[0] < LIVE_SECONDS * 1_000_000_000
+
+
+def _signature(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+class Library:
+    """The runs under the given paths, read lazily and cached until their file changes."""
+
+    def __init__(self, paths: Iterable[str | Path]) -> None:
+        self.roots: list[Path] = []
+        """Where files may be read from: each folder given, and each given file's folder."""
+        self.folders: list[Path] = []
+        """The folders given, searched for runs."""
+        self.files: list[Path] = []
+        """The files given."""
+        for given in paths:
+            path = Path(given)
+            if not path.exists():
+                raise ConfigError(f"view {given}: not found; give results files or folders")
+            resolved = path.resolve()
+            (self.folders if resolved.is_dir() else self.files).append(resolved)
+            self.roots.append(resolved if resolved.is_dir() else resolved.parent)
+        self._lock = threading.Lock()
+        self._sources: dict[str, RunSource] = {}
+        self._loaded: dict[str, tuple[tuple[int, int], RunResults]] = {}
+        self._reading: dict[str, threading.Lock] = {}
+        self._scanned_at = -RESCAN_SECONDS
+
+    # -- discovery -------------------------------------------------------------------
+
+    def runs(self) -> list[RunSource]:
+        """Every run found, in path order; the folders are searched again every few seconds."""
+        with self._lock:
+            if time.monotonic() - self._scanned_at >= RESCAN_SECONDS:
+                self._scan()
+                self._scanned_at = time.monotonic()
+            return list(self._sources.values())
+
+    def source(self, run_id: str) -> RunSource:
+        """The run with this id; ResultsError when there is none."""
+        found = {s.id: s for s in self.runs()}.get(run_id)
+        if found is None:
+            raise ResultsError(f"run {run_id}: not found under the folders given")
+        return found
+
+    def _candidates(self) -> list[Path]:
+        found = list(self.files)
+        for root in self.folders:
+            for folder, dirs, names in os.walk(root):
+                depth = len(Path(folder).relative_to(root).parts)
+                keep = [] if depth >= MAX_DEPTH else [d for d in dirs if not d.startswith(".")]
+                dirs[:] = sorted(keep)
+                for name in sorted(names):
+                    if name.endswith((".json", ".jsonl")) and not TRAJECTORY_NAME.search(name):
+                        found.append(Path(folder) / name)
+        unique: dict[Path, None] = {}
+        for path in found:
+            if not path.is_symlink():
+                unique.setdefault(path, None)
+        return list(unique)
+
+    def _scan(self) -> None:
+        fresh: dict[str, RunSource] = {}
+        results_ids: set[str] = set()
+        labbooks: list[Path] = []
+        for path in self._candidates():
+            source: RunSource | None
+            if path.name.endswith(JOURNAL_SUFFIX):
+                source = self._journal(path)
+            elif path.suffix == ".json":
+                source = self._results(path)
+            else:
+                labbooks.append(path)
+                continue
+            if source is not None:
+                fresh[source.id] = source
+                if source.kind == "results" and source.problem is None:
+                    results_ids.add(str(source.run.get("run_id")))
+        for journal in [s for s in fresh.values() if s.kind == "journal"]:
+            if journal.run.get("run_id") in results_ids:
+                del fresh[journal.id]  # the run finished; its results file shows it
+        for path in labbooks:
+            for source in self._labbook(path):
+                if source.run.get("run_id") not in results_ids:
+                    fresh[source.id] = source
+        self._sources = fresh
+
+    def _results(self, path: Path) -> RunSource | None:
+        try:
+            with path.open("rb") as handle:
+                start = handle.read(4096)
+        except OSError:
+            return None
+        if b'"schema"' not in start or b'"run"' not in start:
+            return None  # some other JSON file (a JSON report...): not a run, no message
+        source = RunSource(_run_id("results", path), "results", path)
+        old = self._sources.get(source.id)
+        try:
+            source.signature = _signature(path)
+            if old is not None and old.signature == source.signature:
+                return old
+            source.run = read_run(path)
+        except (AgentEvalError, OSError) as exc:
+            source.problem = str(exc)
+        return source
+
+    def _journal(self, path: Path) -> RunSource:
+        source = RunSource(_run_id("journal", path), "journal", path)
+        old = self._sources.get(source.id)
+        try:
+            source.signature = _signature(path)
+            if old is not None and old.signature == source.signature:
+                old.run["in_progress"] = _recent(old.signature)
+                return old  # a journal only grows: unchanged, it says the same
+            header, rows, source.problems = read_journal(path)
+        except (AgentEvalError, OSError) as exc:
+            source.problem = str(exc)
+            return source
+        passed = sum(row.passed for row in rows)
+        source.run = {
+            **header,
+            "scaffold": header.get("agent", "?"),
+            "task_set": "(in progress)",
+            "task_set_version": "",
+            "repeats": max((row.attempt for row in rows), default=0),
+            "date": header.get("started"),
+            "in_progress": _recent(source.signature),
+            "summary": {
+                "runs": len(rows),
+                "passed": passed,
+                "success_rate": round(passed / len(rows), 3) if rows else None,
+                "mean_steps": round(sum(r.steps for r in rows) / len(rows), 2) if rows else None,
+                "mean_tokens": round(sum(r.tokens for r in rows) / len(rows), 1) if rows else None,
+                "mean_seconds": round(sum(r.seconds for r in rows) / len(rows), 1)
+                if rows
+                else None,
+            },
+        }
+        return source
+
+    def _labbook(self, path: Path) -> list[RunSource]:
+        try:
+            with path.open("rb") as handle:
+                first = handle.readline()
+            probe = json.loads(first) if first.strip() else None
+        except (OSError, ValueError):
+            return []
+        if not isinstance(probe, dict) or "run_id" not in probe or "meta" in probe:
+            return []  # a trajectory or some other JSON-lines file
+        sources = []
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            source = RunSource(_run_id("labbook", path, number), "labbook", path)
+            try:
+                run = json.loads(line)
+            except json.JSONDecodeError as exc:
+                source.problem = f"labbook {path} line {number}: not valid JSON ({exc.msg})"
+            else:
+                if isinstance(run, dict) and isinstance(run.get("run_id"), str):
+                    source.run = run
+                else:
+                    source.problem = f"labbook {path} line {number}: not a run record"
+            sources.append(source)
+        return sources
+
+    # -- reading ---------------------------------------------------------------------
+
+    def results(self, run_id: str) -> RunResults:
+        """The run's rows, validated; read again only when its file has changed. Callers
+        asking for one run at once wait for a single read."""
+        source = self.source(run_id)
+        if source.problem is not None:
+            raise ResultsError(source.problem)
+        if source.kind == "labbook":
+            raise ResultsError(
+                f"run {source.run.get('run_id')}: only its labbook line was found; give "
+                "the folder that holds its results file to see its attempts"
+            )
+        with self._lock:
+            reading = self._reading.setdefault(run_id, threading.Lock())
+        with reading:
+            signature = _signature(source.path)
+            cached = self._loaded.get(run_id)
+            if cached is not None and cached[0] == signature:
+                return cached[1]
+            if source.kind == "journal":
+                _, rows, _ = read_journal(source.path)
+                loaded = RunResults(source.path, source.run, tuple(compact(row) for row in rows))
+            else:
+                loaded = load_results(source.path)
+            self._loaded[run_id] = (signature, loaded)
+            return loaded
+
+    def confined(self, path: Path) -> Path:
+        """``path`` when it lies inside a given folder and no part of it is a symbolic
+        link; ResultsError otherwise."""
+        absolute = Path(os.path.abspath(path))
+        if absolute != absolute.resolve() or not any(
+            absolute.is_relative_to(root) for root in self.roots
+        ):
+            raise ResultsError(f"{path}: outside the folders given to view; not shown")
+        return absolute
+
+    def sibling(self, results: RunResults, row: Attempt, suffix: str) -> Path | None:
+        """The attempt's trajectory file (suffix '.jsonl') or its diff ('.diff'), confined;
+        None when the row names none."""
+        if not row.trajectory_file:
+            return None
+        candidate = Path(row.trajectory_file)
+        if not candidate.is_absolute():
+            candidate = results.path.parent / candidate
+        return self.confined(candidate.with_suffix(suffix))
+
+    def read_text(self, path: Path) -> str:
+        """A confined file's text; ResultsError naming it when it cannot be read."""
+        try:
+            if path.stat().st_size > TRAJECTORY_LIMIT:
+                raise ResultsError(f"{path.name}: larger than {TRAJECTORY_LIMIT} bytes; not shown")
+            return path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise ResultsError(f"{path.name}: not found (moved or deleted?)") from None
+        except OSError as exc:
+            raise ResultsError(f"{path.name}: cannot be read ({exc.strerror})") from None

@@ -1,0 +1,428 @@
+"""What each page shows, as JSON-ready dicts: the runs, one run's summary and grid, one
+attempt, and the comparison of two runs. Figures come from ``report``, so the viewer
+and ``agent-eval report`` / ``compare`` never disagree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from agent_eval.errors import AgentEvalError, ResultsError
+from agent_eval.report import compare_runs, summarise_run
+from agent_eval.report.results import CHECK_FIELDS, Attempt, RunResults
+from agent_eval.viewer.align import align, went_wrong
+from agent_eval.viewer.source import Library, RunSource
+
+PAGE = 100
+"""Tasks per grid page."""
+STEPS_PAGE = 200
+"""Trajectory records per page of the attempt timeline."""
+TEXT_LIMIT = 20_000
+"""Characters kept of any one string in a trajectory record sent to the page."""
+
+
+class Views:
+    """The viewer's pages over one Library; summaries and trajectories are cached."""
+
+    def __init__(self, library: Library) -> None:
+        self.library = library
+        self._lock = threading.Lock()
+        self._reports: dict[str, tuple[RunResults, dict[str, Any]]] = {}
+        self._making: dict[str, threading.Lock] = {}
+        # The last trajectories read, by path: (mtime, records, problem).
+        self._trajectories: OrderedDict[Path, tuple[float, list[dict[str, Any]], str | None]]
+        self._trajectories = OrderedDict()
+
+    def preload(self) -> None:
+        """Read every results file and summarise it now, so that a run opens at once."""
+        for source in self.library.runs():
+            if source.kind == "results" and source.problem is None:
+                with contextlib.suppress(AgentEvalError):  # the run's page names the problem
+                    self._report(source.id)
+
+    # -- runs ------------------------------------------------------------------------
+
+    def runs(self) -> dict[str, Any]:
+        """Every run with its four numbers and cost, as the runner summarised it."""
+        return {"runs": [self._run_card(source) for source in self.library.runs()]}
+
+    def _run_card(self, source: RunSource) -> dict[str, Any]:
+        run = source.run
+        raw = run.get("summary")
+        summary: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        root = next((r for r in self.library.roots if source.path.is_relative_to(r)), None)
+        shown = source.path.relative_to(root) if root else source.path.name
+        return {
+            "id": source.id,
+            "kind": source.kind,
+            "file": str(shown),
+            "problem": source.problem,
+            "problems": source.problems,
+            "in_progress": bool(run.get("in_progress")),
+            "run_id": run.get("run_id"),
+            "scaffold": run.get("scaffold"),
+            "model": run.get("model"),
+            "quant": run.get("quant"),
+            "suite": run.get("task_set"),
+            "suite_version": run.get("task_set_version"),
+            "suite_hash": run.get("suite_hash"),
+            "date": run.get("date"),
+            "attempts": summary.get("runs"),
+            "passed": summary.get("passed"),
+            "success_rate": summary.get("success_rate"),
+            "mean_steps": summary.get("mean_steps"),
+            "mean_tokens": summary.get("mean_tokens"),
+            "mean_seconds": summary.get("mean_seconds"),
+            "cost_per_task": summary.get("cost_per_task"),
+        }
+
+    # -- one run ---------------------------------------------------------------------
+
+    def _report(self, run_id: str) -> tuple[RunResults, dict[str, Any]]:
+        """The run's rows and ``summarise_run`` of them, worked out once per file version."""
+        results = self.library.results(run_id)
+        with self._lock:
+            making = self._making.setdefault(run_id, threading.Lock())
+        with making:
+            cached = self._reports.get(run_id)
+            if cached is None or cached[0] is not results:
+                cached = (results, summarise_run(results))
+                self._reports[run_id] = cached
+            return cached
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """The run's summary with its uncertainty, as ``report --format json`` gives it."""
+        source = self.library.source(run_id)
+        results, report = self._report(run_id)
+        categories = sorted({task.category for task in results.tasks})
+        return {
+            "card": self._run_card(source),
+            "summary": report["summary"],
+            "categories": categories,
+            "classes": sorted(report["summary"]["failure_classes"]),
+            "repeats": max((task.attempts for task in results.tasks), default=0),
+        }
+
+    def grid(
+        self,
+        run_id: str,
+        offset: int = 0,
+        limit: int = PAGE,
+        failed: bool = False,
+        failure_class: str = "",
+        category: str = "",
+        text: str = "",
+        answers: bool = False,
+    ) -> dict[str, Any]:
+        """A page of the task x attempt grid, after the filters; each cell says whether it
+        matches them, so that a task shows all its attempts with the matches marked.
+        ``answers`` adds each answer, for a static export that filters in the page."""
+        results, report = self._report(run_id)
+        needle = text.casefold()
+
+        def matches(row: Attempt) -> bool:
+            return (
+                (not failed or not row.passed)
+                and (not failure_class or row.failure_class == failure_class)
+                and (not needle or needle in row.answer.casefold())
+            )
+
+        filtering = failed or failure_class or needle
+        chosen = [
+            index
+            for index, task in enumerate(results.tasks)
+            if (not category or task.category == category)
+            and (not filtering or any(matches(row) for row in task.rows))
+        ]
+        positions = _row_positions(results)
+        tasks = []
+        for index in chosen[offset : offset + limit]:
+            task, figures = results.tasks[index], report["per_task"][index]
+            tasks.append(
+                {
+                    "task_id": task.task_id,
+                    "category": task.category,
+                    "attempts": task.attempts,
+                    "successes": task.passes,
+                    "pass_hat_k": figures["pass_hat_k"].get(str(task.attempts)),
+                    "unstable": figures["unstable"],
+                    "min_steps": figures["min_steps"],
+                    "max_steps": figures["max_steps"],
+                    "min_tokens": min(row.tokens for row in task.rows),
+                    "max_tokens": max(row.tokens for row in task.rows),
+                    "cells": [
+                        {
+                            "index": positions[id(row)],
+                            "attempt": row.attempt,
+                            "failure_class": row.failure_class,
+                            "steps": row.steps,
+                            "tokens": row.tokens,
+                            "failure": row.failure,
+                            "match": bool(filtering) and matches(row),
+                            **({"answer": row.answer} if answers else {}),
+                        }
+                        for row in task.rows
+                    ],
+                }
+            )
+        return {"total": len(results.tasks), "matched": len(chosen), "offset": offset,
+                "limit": limit, "tasks": tasks}  # fmt: skip
+
+    # -- one attempt -----------------------------------------------------------------
+
+    def attempt(self, run_id: str, index: int) -> dict[str, Any]:
+        """The attempt's row, every check's outcome, its diff, task text and the step
+        where it went wrong; the records themselves come page by page from ``steps``."""
+        results = self.library.results(run_id)
+        row = _row(results, index)
+        records, problem = self._records(results, row)
+        meta = records[0].get("meta", {}) if records and "meta" in records[0] else {}
+        body = [r for r in records if "meta" not in r]
+        diff, diff_problem = "", None
+        try:
+            path = self.library.sibling(results, row, ".diff")
+            if path is not None and path.exists():
+                diff = self.library.read_text(path)
+        except ResultsError as exc:
+            diff_problem = str(exc)
+        task = _suite_task(results.run, row.task_id)
+        return {
+            "card": self._run_card(self.library.source(run_id)),
+            "index": index,
+            "task_id": row.task_id,
+            "category": row.category,
+            "attempt": row.attempt,
+            "passed": row.passed,
+            "failure_class": row.failure_class,
+            "failure": row.failure,
+            "answer": row.answer,
+            "steps": row.steps,
+            "tokens": row.tokens,
+            "prompt_tokens": row.prompt_tokens,
+            "completion_tokens": row.completion_tokens,
+            "seconds": row.seconds,
+            "stopped": row.stopped,
+            "error": row.error,
+            "roles": row.roles,
+            "checks": checks_view(row),
+            "changed_files": list(row.changed_files or ()),
+            "task": meta.get("task") or (task or {}).get("task"),
+            "notes": (task or {}).get("notes"),
+            "records": len(body),
+            "went_wrong": None if row.passed else went_wrong(body, row.failure_class),
+            "trajectory_problem": problem,
+            "diff": diff,
+            "diff_problem": diff_problem,
+            "others": [
+                {"index": position, "attempt": other.attempt, "passed": other.passed}
+                for position, other in _task_rows(results, row.task_id)
+            ],
+        }
+
+    def steps(
+        self, run_id: str, index: int, offset: int = 0, limit: int = STEPS_PAGE
+    ) -> dict[str, Any]:
+        """A page of the attempt's trajectory records (the meta line left out)."""
+        results = self.library.results(run_id)
+        records, problem = self._records(results, _row(results, index))
+        body = [r for r in records if "meta" not in r]
+        return {"total": len(body), "offset": offset, "problem": problem,
+                "records": body[offset : offset + limit]}  # fmt: skip
+
+    def _records(
+        self, results: RunResults, row: Attempt
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        try:
+            path = self.library.sibling(results, row, ".jsonl")
+        except ResultsError as exc:
+            return [], str(exc)
+        if path is None:
+            return [], "this attempt has no trajectory file"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return [], f"{path.name}: not found (moved or deleted?)"
+        with self._lock:
+            cached = self._trajectories.get(path)
+            if cached is not None and cached[0] == mtime:
+                self._trajectories.move_to_end(path)
+                return cached[1], cached[2]
+        try:
+            text = self.library.read_text(path)
+        except ResultsError as exc:
+            return [], str(exc)
+        records, torn = [], 0
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                torn += 1
+                continue
+            records.append(_clip(record) if isinstance(record, dict) else {"value": _clip(record)})
+        problem = f"{torn} line(s) of {path.name} are not JSON; skipped" if torn else None
+        with self._lock:
+            self._trajectories[path] = (mtime, records, problem)
+            while len(self._trajectories) > 16:
+                self._trajectories.popitem(last=False)
+        return records, problem
+
+    # -- two runs --------------------------------------------------------------------
+
+    def compare(self, a: str, b: str, allow_suite_change: bool = False) -> dict[str, Any]:
+        """``compare --format json`` for the two runs, each task marked with its flip."""
+        result = compare_runs(
+            self.library.results(a), self.library.results(b), allow_suite_change=allow_suite_change
+        )
+        for task in result["per_task"]:
+            task["flip"] = flip(task)
+        result["cards"] = [self._run_card(self.library.source(x)) for x in (a, b)]
+        return result
+
+    def pair(self, a: str, b: str, task_id: str) -> dict[str, Any]:
+        """A passing and a failing attempt of one task, from either run, aligned step by
+        step with the first divergence marked; ResultsError when the task has no such pair."""
+        runs = {a: self.library.results(a), b: self.library.results(b)}
+        passing = [
+            (rid, i, r) for rid in (a, b) for i, r in _task_rows(runs[rid], task_id) if r.passed
+        ]
+        failing = [
+            (rid, i, r) for rid in (b, a) for i, r in _task_rows(runs[rid], task_id) if not r.passed
+        ]
+        if not passing or not failing:
+            raise ResultsError(
+                f"task {task_id}: {'no attempt passed' if not passing else 'no attempt failed'} "
+                "in either run, so there is no passing and failing pair to align"
+            )
+        # Prefer a pair that crosses the runs: A's pass beside B's failure, or the reverse.
+        left, right = passing[0], failing[0]
+        crossing = [(p, f) for p in passing for f in failing if p[0] != f[0]]
+        if crossing:
+            left, right = crossing[0]
+        sides = []
+        for rid, index, row in (left, right):
+            records, problem = self._records(runs[rid], row)
+            sides.append((rid, index, row, [r for r in records if "meta" not in r], problem))
+        rows, first = align(sides[0][3], sides[1][3])
+        return {
+            "task_id": task_id,
+            "sides": [
+                {
+                    "run": rid,
+                    "label": runs[rid].label,
+                    "index": index,
+                    "attempt": row.attempt,
+                    "passed": row.passed,
+                    "failure": row.failure,
+                    "answer": row.answer,
+                    "problem": problem,
+                }
+                for rid, index, row, _, problem in sides
+            ],
+            "rows": rows,
+            "first_divergence": first,
+        }
+
+
+def flip(task: dict[str, Any]) -> str:
+    """How a task's verdict moved from A to B: pass→fail, fail→pass, unstable or same."""
+    a, b = task["rate_a"], task["rate_b"]
+    if a == 1 and b == 0:
+        return "pass→fail"
+    if a == 0 and b == 1:
+        return "fail→pass"
+    if 0 < a < 1 or 0 < b < 1:
+        return "unstable"
+    return "same"
+
+
+def _check(name: str, ok: bool | None, why: str) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "detail": why if ok is False else None}
+
+
+def checks_view(row: Attempt) -> list[dict[str, Any]]:
+    """Every check's outcome by name: ok True, False, or None when the task has no such
+    check; a failed one says why."""
+    values = dict(zip(CHECK_FIELDS, row.checks, strict=True))
+    missing, forbidden = list(values["missing"]), list(values["forbidden_found"])
+    used = ", ".join(values["tools_used"]) or "none"
+    view = [
+        _check("expect_in_answer", not missing, "missing " + ", ".join(map(repr, missing))),
+        _check("expect_not_in_answer", not forbidden, "found " + ", ".join(map(repr, forbidden))),
+        _check("expect_regex", values["regex_ok"], "the pattern did not match the answer"),
+        _check("expect_tool", values["tool_ok"], f"the expected tool was not used (used: {used})"),
+        _check("max_steps", values["within_steps"], f"{row.steps} steps, over the limit"),
+        _check("max_tokens", values["within_tokens"], f"{row.tokens} tokens, over the limit"),
+        _check("max_seconds", values["within_seconds"], "over the time limit"),
+    ]
+    for state in values["state"]:
+        outcome = state if isinstance(state, dict) else state.model_dump()
+        view.append(_check(f"state: {outcome['name']}", outcome["ok"], outcome.get("detail") or ""))
+    view.append({"name": "tools_used", "ok": None, "detail": used})
+    return view
+
+
+_positions: dict[int, tuple[RunResults, dict[int, int]]] = {}
+
+
+def _row_positions(results: RunResults) -> dict[int, int]:
+    """Each row's index in the file, by identity (rows are tuples and may be equal)."""
+    cached = _positions.get(id(results))
+    if cached is None or cached[0] is not results:
+        if len(_positions) > 8:
+            _positions.clear()
+        cached = (results, {id(row): index for index, row in enumerate(results.rows)})
+        _positions[id(results)] = cached
+    return cached[1]
+
+
+def _task_rows(results: RunResults, task_id: str) -> list[tuple[int, Attempt]]:
+    positions = _row_positions(results)
+    for task in results.tasks:
+        if task.task_id == task_id:
+            return [(positions[id(row)], row) for row in task.rows]
+    return []
+
+
+def _row(results: RunResults, index: int) -> Attempt:
+    if not 0 <= index < len(results.rows):
+        raise ResultsError(f"attempt {index}: the run has {len(results.rows)} attempt(s)")
+    return results.rows[index]
+
+
+def _clip(value: Any) -> Any:
+    """A record with every string cut to TEXT_LIMIT characters, for the page."""
+    if isinstance(value, str):
+        return value if len(value) <= TEXT_LIMIT else value[:TEXT_LIMIT] + " [... cut for display]"
+    if isinstance(value, dict):
+        return {str(k): _clip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip(v) for v in value]
+    return value
+
+
+_suites: dict[str, dict[str, dict[str, Any]]] = {}
+
+
+def _suite_task(run: dict[str, Any], task_id: str) -> dict[str, Any] | None:
+    """The task's text and notes from the shipped suite the run used, when its content
+    hash matches; None otherwise (a run of a user's own suite shows the trajectory's text)."""
+    name, wanted = run.get("task_set"), run.get("suite_hash")
+    if not isinstance(wanted, str):
+        return None
+    if wanted not in _suites:
+        from agent_eval.suite.load import load_suite, shipped_suites
+
+        _suites[wanted] = {}
+        for shipped in shipped_suites():
+            try:
+                loaded = load_suite(shipped)
+            except AgentEvalError:
+                continue
+            if loaded.hash == wanted and loaded.suite.name == name:
+                _suites[wanted] = {t.id: t.model_dump() for t in loaded.suite.tasks}
+    return _suites[wanted].get(task_id)
