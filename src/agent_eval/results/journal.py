@@ -155,24 +155,30 @@ class Journal:
                 self._remember((row.id, row.attempt), offset)
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any], list[AttemptResult]]:
+def read_journal(
+    path: Path, skipped: list[str] | None = None
+) -> tuple[dict[str, Any], list[AttemptResult]]:
     """A journal's header and its rows, for a reader watching a run (it may still be
     appending): one row per attempt in first-journaled order, a later row of the same
     attempt (a retry after an infra error) replacing the earlier one. A torn last line
-    and a line that is not a row are skipped; rows of an older schema are upgraded.
+    and a line that is not a row are skipped, each with a note in ``skipped`` when it is
+    given; rows of an older schema are upgraded.
     """
     header = read_header(path)
     schema = header.get("schema", 1)
     rows: dict[Key, AttemptResult] = {}
+    notes = [] if skipped is None else skipped
     with path.open("rb") as handle:
         handle.readline()
-        for line in handle:
+        for number, line in enumerate(handle, start=2):
             if not line.endswith(b"\n"):
+                notes.append(f"line {number}: half-written (the run is still writing it)")
                 break  # being written, or torn by a crash
             try:
                 raw = json.loads(line)
                 row = AttemptResult.model_validate(upgrade_row(raw, schema))
             except ValueError:  # not JSON, or not a row
+                notes.append(f"line {number}: not an attempt row; skipped")
                 continue
             rows[(row.id, row.attempt)] = row
     return header, list(rows.values())

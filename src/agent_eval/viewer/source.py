@@ -19,8 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
-from agent_eval.report.results import Attempt, RunResults, compact, load_results, read_run
-from agent_eval.run.journal import JOURNAL_SUFFIX, read_journal
+from agent_eval.results import (
+    JOURNAL_SUFFIX,
+    AttemptResult,
+    RunHead,
+    RunResults,
+    load_results,
+    read_head,
+    read_journal,
+    read_labbook,
+)
+from agent_eval.results.rows import Attempt, compact
 
 TRAJECTORY_NAME = re.compile(r"-r\d+\.jsonl$")
 """Trajectory files, which are never runs; a folder of 100,000 of them is skipped fast."""
@@ -64,6 +73,36 @@ def _recent(signature: tuple[int, int]) -> bool:
     """Whether a journal was written to lately: a run that wrote no results file leaves
     its journal behind, and a journal alone cannot say whether its run still goes on."""
     return time.time_ns() - signature[0] < LIVE_SECONDS * 1_000_000_000
+
+
+def _journal_run(header: dict[str, Any], rows: list[AttemptResult]) -> RunHead:
+    """What a journal tells of its run: its header names the run, agent and model."""
+    return RunHead(
+        run_id=str(header.get("run_id", "?")),
+        scaffold=str(header.get("agent", "?")),
+        model=str(header.get("model", "?")),
+        task_set="(in progress)",
+        task_set_version="",
+        suite_hash=header.get("suite_hash"),
+        repeats=max((row.attempt for row in rows), default=0),
+        date=header.get("started"),
+    )
+
+
+def _journal_summary(rows: list[AttemptResult]) -> dict[str, Any]:
+    """The four numbers over the attempts journaled so far, rounded as the runner rounds."""
+    n = len(rows)
+    if not n:
+        return {"runs": 0, "passed": 0}
+    passed = sum(row.checks.passed for row in rows)
+    return {
+        "runs": n,
+        "passed": passed,
+        "success_rate": round(passed / n, 3),
+        "mean_steps": round(sum(r.steps for r in rows) / n, 2),
+        "mean_tokens": round(sum(r.tokens for r in rows) / n, 1),
+        "mean_seconds": round(sum(r.seconds for r in rows) / n, 1),
+    }
 
 
 def _signature(path: Path) -> tuple[int, int]:
@@ -159,16 +198,18 @@ class Library:
                 start = handle.read(4096)
         except OSError:
             return None
-        if b'"schema"' not in start or b'"run"' not in start:
-            return None  # some other JSON file (a JSON report...): not a run, no message
+        if b'"run"' not in start:
+            return None  # some other JSON file: not a run, not worth a message
         source = RunSource(_run_id("results", path), "results", path)
         old = self._sources.get(source.id)
         try:
             source.signature = _signature(path)
             if old is not None and old.signature == source.signature:
                 return old
-            source.run = read_run(path)
+            source.run = read_head(path).run.model_dump(mode="json")
         except (AgentEvalError, OSError) as exc:
+            if b'"schema"' not in start and b'"results"' not in start:
+                return None  # a JSON report, say: it names a run but holds no attempts
             source.problem = str(exc)
         return source
 
@@ -180,29 +221,14 @@ class Library:
             if old is not None and old.signature == source.signature:
                 old.run["in_progress"] = _recent(old.signature)
                 return old  # a journal only grows: unchanged, it says the same
-            header, rows, source.problems = read_journal(path)
+            header, rows = read_journal(path, skipped=source.problems)
         except (AgentEvalError, OSError) as exc:
             source.problem = str(exc)
             return source
-        passed = sum(row.passed for row in rows)
         source.run = {
-            **header,
-            "scaffold": header.get("agent", "?"),
-            "task_set": "(in progress)",
-            "task_set_version": "",
-            "repeats": max((row.attempt for row in rows), default=0),
-            "date": header.get("started"),
+            **_journal_run(header, rows).model_dump(mode="json"),
             "in_progress": _recent(source.signature),
-            "summary": {
-                "runs": len(rows),
-                "passed": passed,
-                "success_rate": round(passed / len(rows), 3) if rows else None,
-                "mean_steps": round(sum(r.steps for r in rows) / len(rows), 2) if rows else None,
-                "mean_tokens": round(sum(r.tokens for r in rows) / len(rows), 1) if rows else None,
-                "mean_seconds": round(sum(r.seconds for r in rows) / len(rows), 1)
-                if rows
-                else None,
-            },
+            "summary": _journal_summary(rows),
         }
         return source
 
@@ -215,22 +241,23 @@ class Library:
             return []
         if not isinstance(probe, dict) or "run_id" not in probe or "meta" in probe:
             return []  # a trajectory or some other JSON-lines file
-        sources = []
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            source = RunSource(_run_id("labbook", path, number), "labbook", path)
-            try:
-                run = json.loads(line)
-            except json.JSONDecodeError as exc:
-                source.problem = f"labbook {path} line {number}: not valid JSON ({exc.msg})"
-            else:
-                if isinstance(run, dict) and isinstance(run.get("run_id"), str):
-                    source.run = run
-                else:
-                    source.problem = f"labbook {path} line {number}: not a run record"
-            sources.append(source)
+        try:
+            labbook = read_labbook(path)
+        except AgentEvalError as exc:
+            return [RunSource(_run_id("labbook", path), "labbook", path, problem=str(exc))]
+        sources = [
+            RunSource(_run_id("labbook", path, n), "labbook", path, run.model_dump(mode="json"))
+            for n, run in enumerate(labbook.runs, start=1)
+        ]
+        sources += [
+            RunSource(
+                _run_id("labbook-problem", path, n),
+                "labbook",
+                path,
+                problem=f"labbook {path.name} {problem}",
+            )
+            for n, problem in enumerate(labbook.problems, start=1)
+        ]
         return sources
 
     # -- reading ---------------------------------------------------------------------
@@ -254,8 +281,9 @@ class Library:
             if cached is not None and cached[0] == signature:
                 return cached[1]
             if source.kind == "journal":
-                _, rows, _ = read_journal(source.path)
-                loaded = RunResults(source.path, source.run, tuple(compact(row) for row in rows))
+                header, rows = read_journal(source.path)
+                run = _journal_run(header, rows)
+                loaded = RunResults(source.path, run, tuple(compact(row) for row in rows))
             else:
                 loaded = load_results(source.path)
             self._loaded[run_id] = (signature, loaded)

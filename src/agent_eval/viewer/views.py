@@ -14,7 +14,8 @@ from typing import Any
 
 from agent_eval.errors import AgentEvalError, ResultsError
 from agent_eval.report import compare_runs, summarise_run
-from agent_eval.report.results import CHECK_FIELDS, Attempt, RunResults
+from agent_eval.results import RunHead, RunResults
+from agent_eval.results.rows import Attempt
 from agent_eval.viewer.align import align, went_wrong
 from agent_eval.viewer.source import Library, RunSource
 
@@ -128,7 +129,7 @@ class Views:
         def matches(row: Attempt) -> bool:
             return (
                 (not failed or not row.passed)
-                and (not failure_class or row.failure_class == failure_class)
+                and (not failure_class or _failure_class(row) == failure_class)
                 and (not needle or needle in row.answer.casefold())
             )
 
@@ -159,7 +160,7 @@ class Views:
                         {
                             "index": positions[id(row)],
                             "attempt": row.attempt,
-                            "failure_class": row.failure_class,
+                            "failure_class": _failure_class(row),
                             "steps": row.steps,
                             "tokens": row.tokens,
                             "failure": row.failure,
@@ -190,15 +191,15 @@ class Views:
                 diff = self.library.read_text(path)
         except ResultsError as exc:
             diff_problem = str(exc)
-        task = _suite_task(results.run, row.task_id)
+        task = _suite_task(results.run, row.id)
         return {
             "card": self._run_card(self.library.source(run_id)),
             "index": index,
-            "task_id": row.task_id,
+            "task_id": row.id,
             "category": row.category,
             "attempt": row.attempt,
             "passed": row.passed,
-            "failure_class": row.failure_class,
+            "failure_class": _failure_class(row),
             "failure": row.failure,
             "answer": row.answer,
             "steps": row.steps,
@@ -214,13 +215,13 @@ class Views:
             "task": meta.get("task") or (task or {}).get("task"),
             "notes": (task or {}).get("notes"),
             "records": len(body),
-            "went_wrong": None if row.passed else went_wrong(body, row.failure_class),
+            "went_wrong": None if row.passed else went_wrong(body, _failure_class(row)),
             "trajectory_problem": problem,
             "diff": diff,
             "diff_problem": diff_problem,
             "others": [
                 {"index": position, "attempt": other.attempt, "passed": other.passed}
-                for position, other in _task_rows(results, row.task_id)
+                for position, other in _task_rows(results, row.id)
             ],
         }
 
@@ -345,25 +346,29 @@ def _check(name: str, ok: bool | None, why: str) -> dict[str, Any]:
 
 
 def checks_view(row: Attempt) -> list[dict[str, Any]]:
-    """Every check's outcome by name: ok True, False, or None when the task has no such
-    check; a failed one says why."""
-    values = dict(zip(CHECK_FIELDS, row.checks, strict=True))
-    missing, forbidden = list(values["missing"]), list(values["forbidden_found"])
-    used = ", ".join(values["tools_used"]) or "none"
+    """Every check's outcome by name, ok True or False (a check the task does not have
+    holds, as in the course harness); a failed one says why."""
+    checks = row.check_record()
+    missing, forbidden = checks.missing, checks.forbidden
+    used = ", ".join(checks.tools_used) or "none"
     view = [
         _check("expect_in_answer", not missing, "missing " + ", ".join(map(repr, missing))),
         _check("expect_not_in_answer", not forbidden, "found " + ", ".join(map(repr, forbidden))),
-        _check("expect_regex", values["regex_ok"], "the pattern did not match the answer"),
-        _check("expect_tool", values["tool_ok"], f"the expected tool was not used (used: {used})"),
-        _check("max_steps", values["within_steps"], f"{row.steps} steps, over the limit"),
-        _check("max_tokens", values["within_tokens"], f"{row.tokens} tokens, over the limit"),
-        _check("max_seconds", values["within_seconds"], "over the time limit"),
+        _check("expect_regex", checks.regex_ok, "the pattern did not match the answer"),
+        _check("expect_tool", checks.tool_ok, f"the expected tool was not used (used: {used})"),
+        _check("max_steps", checks.within_steps, f"{row.steps} steps, over the limit"),
+        _check("max_tokens", checks.within_tokens, f"{row.tokens} tokens, over the limit"),
+        _check("max_seconds", checks.within_seconds, "over the time limit"),
     ]
-    for state in values["state"]:
-        outcome = state if isinstance(state, dict) else state.model_dump()
-        view.append(_check(f"state: {outcome['name']}", outcome["ok"], outcome.get("detail") or ""))
+    for state in checks.state:
+        view.append(_check(f"state: {state.name}", state.ok, state.detail or ""))
     view.append({"name": "tools_used", "ok": None, "detail": used})
     return view
+
+
+def _failure_class(row: Attempt) -> str:
+    """The row's failure class; a course-harness row has none, only its verdict."""
+    return row.failure_class or ("passed" if row.passed else "failed")
 
 
 _positions: dict[int, tuple[RunResults, dict[int, int]]] = {}
@@ -408,11 +413,11 @@ def _clip(value: Any) -> Any:
 _suites: dict[str, dict[str, dict[str, Any]]] = {}
 
 
-def _suite_task(run: dict[str, Any], task_id: str) -> dict[str, Any] | None:
+def _suite_task(run: RunHead, task_id: str) -> dict[str, Any] | None:
     """The task's text and notes from the shipped suite the run used, when its content
     hash matches; None otherwise (a run of a user's own suite shows the trajectory's text)."""
-    name, wanted = run.get("task_set"), run.get("suite_hash")
-    if not isinstance(wanted, str):
+    name, wanted = run.task_set, run.suite_hash
+    if wanted is None:
         return None
     if wanted not in _suites:
         from agent_eval.suite.load import load_suite, shipped_suites
