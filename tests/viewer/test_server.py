@@ -195,3 +195,20 @@ def test_labbook_lines_without_results_are_listed_and_a_bad_line_is_named(
         assert "only its labbook line was found" in reply["error"]
     finally:
         server.stop()
+
+
+def test_a_run_with_a_damaged_row_lists_its_numbers_and_its_page_names_the_row(
+    served: Any, tmp_path: Path
+) -> None:
+    lines = (served.folder / "results-a.json").read_text().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if line.startswith('    {"id"'))
+    lines[last] = '    {"id": "t-flip", "attempt": "three"}\n'
+    (tmp_path / "results-a.json").write_text("".join(lines))
+    server = open_viewer([tmp_path]).start()
+    try:
+        (card,) = httpx.get(server.root_url + "/api/runs").json()["runs"]
+        assert (card["problem"], card["attempts"], card["passed"]) == (None, 9, 7)
+        reply = httpx.get(f"{server.root_url}/api/run/{card['id']}").json()
+        assert "results[8]" in reply["error"] and "fix or remove that row" in reply["error"]
+    finally:
+        server.stop()

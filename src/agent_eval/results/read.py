@@ -108,8 +108,10 @@ def _head_of_layout(path: Path) -> ResultsHead | None:
         return None
     if not text.endswith(b'"results": ['):
         return None
+    # The head alone: the key that opens the rows (and its comma) left out, the object closed.
+    head_text = text.removesuffix(b'"results": [').rstrip().removesuffix(b",") + b"}"
     try:
-        head = ResultsHead.model_validate_json(text + b"]}")
+        head = ResultsHead.model_validate_json(head_text)
     except ValidationError:
         return None
     return head if head.schema_version == RESULTS_SCHEMA else None
