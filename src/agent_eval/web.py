@@ -81,7 +81,8 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise ConfigError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port"
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
+            "(0 picks a free one)"
         ) from None
     sock.set_inheritable(True)
     return sock

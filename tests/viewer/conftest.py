@@ -82,7 +82,7 @@ def run_toy(folder: Path, mode: str, repeats: int = 3, **options: str) -> Path:
     config = RunConfig(
         agent=str(agent), tasks=str(folder / "suite.json"), repeats=repeats, model="m",
         options={"mode": mode, **options}, out=out, trajectory_dir=folder / "trajectories",
-        labbook=folder / "labbook.jsonl",
+        labbook=folder / "labbook.jsonl", allow_empty_workspace=True,
     )  # fmt: skip
     execute(prepare(config))
     return out
