@@ -145,6 +145,15 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     help="Attempts run side by side, each in its own worker process.",
 )
 @click.option(
+    "--isolation",
+    type=click.Choice(["attempt", "worker"]),
+    default="attempt",
+    show_default=True,
+    help="attempt: every attempt starts from the agent's state right after build(), so no "
+    "attempt sees another's memory. worker: a worker's attempts run in turn in one process "
+    "and its state carries over, as in the course harness.",
+)
+@click.option(
     "--max-infra-retries",
     default=2,
     show_default=True,
@@ -222,6 +231,7 @@ def run(**flags: Any) -> int:
         shuffle=flags["shuffle"],
         max_cost_per_task=flags["max_cost_per_task"],
         split=flags["split"],
+        isolation=flags["isolation"],
     )
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
@@ -246,7 +256,9 @@ def run(**flags: Any) -> int:
                 bar[0].advance(bar[1])
 
         try:
-            report = execute(prepared, on_attempt)
+            report = execute(
+                prepared, on_attempt, lambda message: click.echo(f"Note: {message}", err=True)
+            )
         finally:
             if exporter is not None:
                 exporter.shutdown()

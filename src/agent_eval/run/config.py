@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
@@ -11,6 +12,9 @@ from agent_eval.results import journal_path_for
 DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 """The course gateway's address, where `agent-eval serve-model` also listens."""
 DEFAULT_MODEL = "local/chat"
+ISOLATIONS = ("attempt", "worker")
+"""attempt: each attempt starts from the state build() left; worker: a worker's attempts
+share its process, and state carries over (the course harness's behaviour)."""
 
 
 PRICE_FLAGS = {
@@ -105,10 +109,14 @@ class RunConfig:
     """Keep only the tasks of this split (dev or test)."""
     max_cost_per_task: float | None = None
     """Cost budget of one attempt at the user's prices; past it the attempt is over_budget."""
+    isolation: Literal["attempt", "worker"] = "attempt"
+    """What an attempt may see of earlier ones: nothing (attempt), or its worker's state."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
             raise ConfigError(f"--repeats {self.repeats}: give 1 or more")
+        if self.isolation not in ISOLATIONS:
+            raise ConfigError(f"--isolation {self.isolation}: give attempt or worker")
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: give 1 or more")
         if self.max_infra_retries < 0:

@@ -202,8 +202,16 @@ def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...])
     return [t for t in tasks if (not only or t.category in only) and (not ids or t.id in ids)]
 
 
-def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunReport:
-    """Run every attempt not already journaled, then write the results and labbook."""
+def execute(
+    prepared: PreparedRun,
+    on_attempt: OnAttempt | None = None,
+    on_notice: Callable[[str], None] | None = None,
+) -> RunReport:
+    """Run every attempt not already journaled, then write the results and labbook.
+
+    ``on_notice`` hears, once, anything the user should know about how the run goes,
+    such as attempts each getting a fresh worker because the agent cannot be copied.
+    """
     config = prepared.config
     redact = Redactor.for_run(config.api_key, config.options)
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
@@ -236,7 +244,7 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
     dispatch = Dispatch(config.agent, _base_options(prepared), config.concurrency,
-                        config.max_memory_mb)  # fmt: skip
+                        config.max_memory_mb, config.isolation, on_notice)  # fmt: skip
     try:
         try:
             interrupted = dispatch.run(
@@ -387,6 +395,7 @@ def results_head(
         suite_hash=loaded.hash,
         harness_version=__version__,
         concurrency=config.concurrency,
+        isolation=config.isolation,
         limits=Limits(
             timeout_per_task=config.timeout_per_task,
             max_memory_mb=config.max_memory_mb,

@@ -23,6 +23,8 @@ import traceback
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 
+from agent_eval.run import agent_host
+
 SINGLE_THREADED_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """A math library's thread pool does not survive a fork; with one thread there is none."""
 
@@ -80,8 +82,6 @@ class Zygote:
 
 def serve(fd: int) -> None:
     """The zygote's loop: preload, then fork and reap workers on request."""
-    from agent_eval.run.worker import main as worker_main
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
     preload, preload_first = conn.recv()
@@ -102,7 +102,7 @@ def serve(fd: int) -> None:
                 os.setsid()  # its own group, so a kill reaches what the agent started
                 code = 0
                 try:
-                    worker_main(child_fd)
+                    agent_host.main(child_fd)
                 except BaseException:
                     traceback.print_exc()
                     code = 1
