@@ -17,26 +17,32 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
+from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
+from agent_eval.records import AgentReply
 from agent_eval.run.agent_host import exit_reason
 from agent_eval.run.zygote import Zygote
 
 Isolation = Literal["attempt", "worker"]
 HOST_GRACE = 5.0
 """How long a worker may take to report an attempt's copy killed before it is killed too."""
+CLOSE_WAIT = 30.0
+"""How long an agent's close() may take before its worker is killed."""
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What one attempt produced, from the parent's side of the pipe."""
 
-    reply: dict[str, Any] | None
-    """The validated reply (AgentReply fields), or None when the attempt failed."""
+    reply: AgentReply | None
+    """The validated reply, or None when the attempt failed."""
     error: str | None = None
     """Why there is no reply, in one line."""
     failure: str | None = None
@@ -58,7 +64,7 @@ class Worker:
         on_fallback: Callable[[str], None] | None = None,
     ) -> None:
         self._zygote = zygote
-        self._args = (spec, options, memory_mb, isolation)
+        self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields))
         self._isolation = isolation
         self._on_fallback = on_fallback
         self._pid: int | None = None
@@ -68,6 +74,10 @@ class Worker:
         self._lock = threading.Lock()
         """The dispatcher thread and a second Ctrl-C can both end the process at once:
         whoever takes the pid first reaps it, and only once."""
+        self._spares: deque[tuple[int, Connection]] = deque()
+        """Copies the worker made ready, by pid, with the connection to each."""
+        self._ended: dict[int, int] = {}
+        """Exit codes of copies that ended without replying, by pid."""
         self._forks = False
         self._spent = False
         """The built state has served an attempt and must not serve another (fallback)."""
@@ -113,48 +123,98 @@ class Worker:
             raise RuntimeError("worker did not start")  # start() raises before this
         deadline = None if timeout is None else time.monotonic() + timeout
         self._spent = self._isolation == "attempt" and not self._forks
+        if self._forks:
+            return self._run_in_copy(conn, task, options, timeout, deadline)
         try:
             conn.send(("run", task, options))
             message = _next(conn, deadline)
-            if self._forks and message is not None and message[0] == "forked":
-                with self._lock:
-                    self._copy = message[1]
-                message = _next(conn, deadline)
-            if message is None:
-                self._stop_attempt()
-                return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
+        except (EOFError, OSError):
+            reason = self._death()
+            self.kill()
+            return Outcome(None, reason, "agent_error")
+        if message is None:
+            self.kill()
+            return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
+        if isinstance(message, tuple) and message[:1] == ("over_budget",):
+            self.kill()  # after a MemoryError the process is not worth trusting
+        return self._outcome(message)
+
+    def _run_in_copy(
+        self,
+        conn: Connection,
+        task: str,
+        options: dict[str, Any],
+        timeout: float | None,
+        deadline: float | None,
+    ) -> Outcome:
+        """The attempt in the copy of the built worker that is ready for it."""
+        try:
+            pid, copy = self._take_copy(conn)
         except (EOFError, OSError):
             reason = self._death()
             self.kill()
             return Outcome(None, reason, "agent_error")
         with self._lock:
+            self._copy = pid
+        try:
+            copy.send(("run", task, options))
+            message = _next(copy, deadline)
+        except (EOFError, OSError):
+            copy.close()
+            return Outcome(None, exit_reason(self._copy_ended(conn, pid)), "agent_error")
+        if message is None:
+            _kill_group(pid)
+            copy.close()
+            self._copy_ended(conn, pid)
+            return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
+        with self._lock:
             self._copy = None
+        copy.close()
+        return self._outcome(message)
+
+    def _outcome(self, message: Any) -> Outcome:
         if not (isinstance(message, tuple) and len(message) == 3):
             self.kill()
             return Outcome(None, f"worker sent {message!r} instead of a reply", "agent_error")
         kind, value, infra = message
-        if kind == "reply":
-            return Outcome(value, infra=infra)
-        if kind == "over_budget" and not self._forks:
-            self.kill()  # after a MemoryError the process is not worth trusting
-        return Outcome(None, value, kind)
-
-    def _stop_attempt(self) -> None:
-        """End an attempt that overran: its copy, or the whole worker when it has none."""
-        with self._lock:
-            copy, self._copy = self._copy, None
-        conn = self._conn
-        if copy is None or conn is None:
-            self.kill()
-            return
-        _kill_group(copy)
+        if kind != "reply":
+            return Outcome(None, value, kind)
         try:
-            if conn.poll(HOST_GRACE):
-                conn.recv()  # the worker's account of the copy's death: already known
-                return
+            return Outcome(coerce_reply(value), infra=infra)
+        except AgentMisbehaved as exc:
+            return Outcome(None, str(exc), "agent_error")
+
+    def _take_copy(self, conn: Connection) -> tuple[int, Connection]:
+        """The copy the worker made ready (waiting while it is still being forked)."""
+        while not self._spares:
+            self._read_notice(conn)
+        return self._spares.popleft()
+
+    def _copy_ended(self, conn: Connection, pid: int) -> int | None:
+        """The exit code of a copy that ended without replying, as the worker saw it; None
+        (and the worker killed) when the worker does not say within HOST_GRACE."""
+        deadline = time.monotonic() + HOST_GRACE
+        with self._lock:
+            self._copy = None
+        try:
+            while pid not in self._ended:
+                if not conn.poll(max(0.0, deadline - time.monotonic())):
+                    break
+                self._read_notice(conn)
         except (EOFError, OSError):
             pass
+        if pid in self._ended:
+            return self._ended.pop(pid)
         self.kill()
+        return None
+
+    def _read_notice(self, conn: Connection) -> None:
+        """One of the worker's notices about its copies: one made ready, or one ended."""
+        message = conn.recv()
+        if message[0] == "copy":
+            self._spares.append((message[1], Connection(reduction.recv_handle(conn))))
+        elif message[0] == "ended":
+            self._ended[message[1]] = message[2]
 
     def ask_to_close(self) -> None:
         """Ask the agent to close() without waiting: asking every worker before close()
@@ -167,12 +227,17 @@ class Worker:
     def close(self) -> None:
         """Have the agent close(), wait for it, then end the process."""
         self.ask_to_close()
-        if self._conn is not None:
-            try:
-                if self._conn.poll(30):
-                    self.close_warning = self.close_warning or self._conn.recv()[1]
-            except (EOFError, OSError):
-                pass
+        conn, deadline = self._conn, time.monotonic() + CLOSE_WAIT
+        try:
+            while conn is not None and conn.poll(max(0.0, deadline - time.monotonic())):
+                message = conn.recv()
+                if message[0] == "closed":
+                    self.close_warning = self.close_warning or message[1]
+                    break
+                if message[0] == "copy":  # made ready, never needed
+                    os.close(reduction.recv_handle(conn))
+        except (EOFError, OSError):
+            pass
         self.kill()
 
     def kill(self) -> None:
@@ -180,8 +245,12 @@ class Worker:
         with self._lock:
             pid, conn, copy = self._pid, self._conn, self._copy
             self._pid = self._conn = self._copy = None
-        if copy is not None:
-            _kill_group(copy)
+            spares, self._spares = self._spares, deque()
+        for ended in (copy, *(spare for spare, _ in spares)):
+            if ended is not None:
+                _kill_group(ended)
+        for _, spare_conn in spares:
+            spare_conn.close()
         if pid is not None:
             _kill_group(pid)
             self._zygote.reap(pid)
