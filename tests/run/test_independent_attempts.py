@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval.models.mock_server import MockModelServer
+
 # Answers "yes" only to a task its process has seen before; its tokens count the tasks its
 # process has been given, build()'s warm-up included.
 REMEMBERS = """
@@ -186,3 +188,21 @@ def test_an_agent_that_cannot_be_copied_gets_a_fresh_worker_per_attempt(
     run = json.loads((tmp_path / "r.json").read_text())["run"]
     assert run["isolation"] == "attempt"
     assert run["warnings"] == [note.removeprefix("Note: ")]
+
+
+def test_the_reference_agents_run_in_copies(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    """build() indexes the documents and opens the client, and leaves no thread behind
+    (no progress-bar monitor, no math pool), so attempts need no fresh worker each."""
+    server = mock_model({"replies": [{"content": "The gateway listens on port 4000."}]})
+    for agent in ("builtin:minimal", "builtin:multi-agent"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_eval", "run", "--agent", agent, "--task-id",
+             "r-gateway-port", "--repeats", "2", "--concurrency", "2", "--base-url",
+             server.base_url, "--model", "mock"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        assert len(attempts(done.stdout)) == 2, done.stdout + done.stderr
+        assert "Note:" not in done.stderr, done.stderr

@@ -25,8 +25,15 @@ from multiprocessing.connection import Connection
 
 from agent_eval.run import agent_host
 
-SINGLE_THREADED_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-"""A math library's thread pool does not survive a fork; with one thread there is none."""
+NO_BACKGROUND_THREADS = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "DISABLE_TQDM": "1",
+}
+"""A thread does not survive a fork, so workers start none of their own: a math library
+with one thread has no pool, and bm25s without tqdm's (disabled) bars starts no tqdm
+monitor thread. Either would stop attempts running in copies of a built worker."""
 
 
 class Zygote:
@@ -42,7 +49,7 @@ class Zygote:
             stdin=subprocess.DEVNULL,
             stdout=2,  # a worker's prints go to stderr, never into the console layout
             start_new_session=True,  # Ctrl-C is the parent's to handle
-            env={**os.environ, **SINGLE_THREADED_MATH},
+            env={**os.environ, **NO_BACKGROUND_THREADS},
         )
         theirs.close()
         self._conn = Connection(mine.detach())
