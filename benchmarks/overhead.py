@@ -25,9 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
 
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
@@ -40,9 +39,6 @@ def run_task(task, options):
     return {"answer": "02:00 04:00 sunday 4000", "steps": 10, "tokens": 100,
             "trajectory": TRAJECTORY}
 """
-
-
-ISOLATIONS: tuple[Literal["attempt", "worker"], ...] = ("attempt", "worker")
 
 
 def course_loop(tasks: list[dict[str, object]], repeats: int, folder: Path) -> float:
@@ -67,9 +63,7 @@ def course_loop(tasks: list[dict[str, object]], repeats: int, folder: Path) -> f
     return time.perf_counter() - start
 
 
-def ours(
-    repeats: int, root: Path, isolation: Literal["attempt", "worker"]
-) -> tuple[float, float, float]:
+def ours(repeats: int, root: Path, isolation: Isolation) -> tuple[float, float, float]:
     """(wall seconds, seconds until the first attempt was kept, CPU seconds of every
     process of the run) for one run."""
     agent = root / "instant.py"

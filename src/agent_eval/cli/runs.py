@@ -146,7 +146,7 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
 )
 @click.option(
     "--isolation",
-    type=click.Choice(["attempt", "worker"]),
+    type=click.Choice(["attempt", "worker"]),  # run.config.ISOLATIONS, not imported at start-up
     default="attempt",
     show_default=True,
     help="attempt: every attempt starts from the agent's state right after build(), so no "

@@ -12,9 +12,10 @@ from agent_eval.results import journal_path_for
 DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 """The course gateway's address, where `agent-eval serve-model` also listens."""
 DEFAULT_MODEL = "local/chat"
-ISOLATIONS = ("attempt", "worker")
+Isolation = Literal["attempt", "worker"]
 """attempt: each attempt starts from the state build() left; worker: a worker's attempts
 share its process, and state carries over (the course harness's behaviour)."""
+ISOLATIONS: tuple[Isolation, ...] = ("attempt", "worker")
 
 
 PRICE_FLAGS = {
@@ -109,7 +110,7 @@ class RunConfig:
     """Keep only the tasks of this split (dev or test)."""
     max_cost_per_task: float | None = None
     """Cost budget of one attempt at the user's prices; past it the attempt is over_budget."""
-    isolation: Literal["attempt", "worker"] = "attempt"
+    isolation: Isolation = "attempt"
     """What an attempt may see of earlier ones: nothing (attempt), or its worker's state."""
 
     def __post_init__(self) -> None:

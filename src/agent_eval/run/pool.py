@@ -6,7 +6,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent_eval.run.worker import Isolation, Worker
+from agent_eval.run.config import Isolation
+from agent_eval.run.worker import Worker
 from agent_eval.run.zygote import Zygote
 
 PRELOAD = [

@@ -22,15 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
-from typing import Any, Literal
+from typing import Any
 
 from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
 from agent_eval.records import AgentReply
 from agent_eval.run.agent_host import exit_reason
+from agent_eval.run.config import Isolation
 from agent_eval.run.zygote import Zygote
 
-Isolation = Literal["attempt", "worker"]
 HOST_GRACE = 5.0
 """How long a worker may take to report an attempt's copy killed before it is killed too."""
 CLOSE_WAIT = 30.0
