@@ -142,10 +142,10 @@ def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
                 if TAKEN in news and not copy.taken:
                     copy.taken = True
                     make_ready()  # while the parent waits on this copy's attempt
-                copy.replied = copy.replied or REPLIED in news
-                if not news:  # the copy has ended, or been killed
+                copy.replied = REPLIED in news
+                if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
-                    code = copy.end()
+                    code = copy.end()  # and with it anything the attempt left running
                     if not copy.replied:
                         conn.send(("ended", copy.pid, code))
     finally:
@@ -209,6 +209,7 @@ def _run_one(conn: Connection, status: int, run_task: RunTask, keep: Keep) -> No
         return
     os.write(status, TAKEN)
     conn.send_bytes(encode(_attempt(run_task, task, options, keep)))
+    _flush()  # before REPLIED, after which the worker ends this process
     os.write(status, REPLIED)
 
 
