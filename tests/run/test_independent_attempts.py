@@ -206,3 +206,27 @@ def test_the_reference_agents_run_in_copies(
         )  # fmt: skip
         assert len(attempts(done.stdout)) == 2, done.stdout + done.stderr
         assert "Note:" not in done.stderr, done.stderr
+
+
+def test_resume_keeps_the_isolation_of_the_run(
+    tmp_path: Path, write_agent: Callable[[str], Path], suite: Path
+) -> None:
+    """Mixing modes in one run would mix two measurements."""
+    write_agent(CYCLES)
+    calls = tmp_path / "calls.log"
+    part = subprocess.Popen(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "agent.py", "--tasks",
+         "suite.json", "--repeats", "4", "--out", "part.json", "--isolation", "worker"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while (len(calls.read_text().splitlines()) if calls.exists() else 0) < 3:
+        time.sleep(0.02)
+    part.send_signal(signal.SIGINT)
+    part.communicate(timeout=60)
+    done = cli(tmp_path, "--repeats", "4", "--resume", "part.json")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "Error: --resume part.json: that run used --isolation worker; give the same"
+    )
+    done = cli(tmp_path, "--repeats", "4", "--resume", "part.json", "--isolation", "worker")
+    assert done.returncode == 2 and "resumed:" in done.stderr, done.stderr

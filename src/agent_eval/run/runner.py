@@ -178,7 +178,11 @@ def _adopt(prepared: PreparedRun, resume: Path) -> None:
             f"--resume {resume}: the suite changed since that run ({header.get('suite_hash')} "
             f"-> {prepared.loaded.hash}); start a new run instead"
         )
-    for key, mine in (("agent", prepared.config.agent), ("model", prepared.config.model)):
+    config = prepared.config
+    same = [("agent", config.agent), ("model", config.model)]
+    if "isolation" in header:  # journals from before --isolation do not say
+        same.append(("isolation", config.isolation))
+    for key, mine in same:
         if header.get(key) != mine:
             raise ConfigError(
                 f"--resume {resume}: that run used --{key} {header.get(key)}; give the same"
@@ -354,6 +358,7 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
         "suite_hash": prepared.loaded.hash,
         "agent": config.agent,
         "model": config.model,
+        "isolation": config.isolation,
     }
 
 
