@@ -82,8 +82,6 @@ class Worker:
         self._spent = False
         """The built state has served an attempt and must not serve another (fallback)."""
         self._closing = False
-        self.fallback: str | None = None
-        """Why attempts cannot run in copies of the built worker, when they cannot."""
         self.close_warning: str | None = None
 
     def start(self) -> None:
@@ -100,12 +98,10 @@ class Worker:
         if status != "ready":
             self.kill()
             raise AgentLoadError(detail[0])
-        hazard = detail[1]
+        hazard = detail[1]  # why attempts cannot run in copies of this worker, if they cannot
         self._forks = self._isolation == "attempt" and hazard is None
-        if hazard is not None:
-            self.fallback = hazard
-            if self._on_fallback is not None:
-                self._on_fallback(hazard)
+        if hazard is not None and self._on_fallback is not None:
+            self._on_fallback(hazard)
 
     def ready(self) -> None:
         """Have a built worker waiting for the next attempt. When attempts cannot run in
