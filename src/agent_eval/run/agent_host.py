@@ -45,6 +45,9 @@ RunTask = Callable[[str, dict[str, Any]], Any]
 Reply = tuple[str, Any, Any]
 """(kind, value, infra): kind is reply (value: what run_task returned, for the parent to
 check), agent_error or over_budget (value: why)."""
+SPARE_COPIES = 2
+"""Copies kept waiting: two, so the parent finds one ready even when the next fork has
+not finished; an idle copy costs next to nothing, its memory shared with the worker."""
 TAKEN, REPLIED = b"t", b"r"
 """What a copy tells the worker: it has its attempt (make the next copy), it answered."""
 
@@ -109,7 +112,7 @@ def _serve_in_process(conn: Connection, agent: Agent, keep: Keep) -> None:
 
 
 def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
-    """Keep one unused copy ready for the parent, and reap every copy that ends."""
+    """Keep SPARE_COPIES unused copies ready for the parent; reap every copy that ends."""
     copies: dict[int, Copy] = {}
     """Live copies by the worker's end of their status pipe."""
 
@@ -120,7 +123,8 @@ def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
         reduction.send_handle(conn, copy.parent_end, copy.pid)
         os.close(copy.parent_end)
 
-    make_ready()
+    for _ in range(SPARE_COPIES):
+        make_ready()
     try:
         while True:
             ready, _, _ = select.select([conn.fileno(), *copies], [], [])
