@@ -78,6 +78,21 @@ def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def interrupt(tmp_path: Path, after: int, *flags: str) -> None:
+    """Run CYCLES into part.json and Ctrl-C it once ``after`` calls have begun."""
+    calls = tmp_path / "calls.log"
+    part = subprocess.Popen(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "agent.py", "--tasks",
+         "suite.json", "--repeats", "4", "--out", "part.json", *flags],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while (len(calls.read_text().splitlines()) if calls.exists() else 0) < after:
+        time.sleep(0.02)
+    part.send_signal(signal.SIGINT)
+    _, err = part.communicate(timeout=60)
+    assert part.returncode == 130, err
+
+
 def attempts(stdout: str) -> list[tuple[str, int, bool, int]]:
     """(task id, attempt, passed, tokens) from the console's attempt lines, in order."""
     found = [LINE.match(line) for line in stdout.splitlines()]
@@ -132,7 +147,6 @@ def test_a_deterministic_agent_gets_the_same_verdicts_however_the_run_goes(
     tmp_path: Path, write_agent: Callable[[str], Path], suite: Path
 ) -> None:
     write_agent(CYCLES)
-    calls = tmp_path / "calls.log"
     runs = {
         "c1": ("--concurrency", "1"),
         "c4": ("--concurrency", "4"),
@@ -145,17 +159,8 @@ def test_a_deterministic_agent_gets_the_same_verdicts_however_the_run_goes(
         assert done.returncode == 2, done.stderr
         found[name] = verdicts(tmp_path / f"{name}.json")
     # Interrupted part way, then resumed at another concurrency.
-    calls.unlink()
-    part = subprocess.Popen(
-        [sys.executable, "-m", "agent_eval", "run", "--agent", "agent.py", "--tasks",
-         "suite.json", "--repeats", "4", "--out", "part.json", "--concurrency", "2"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    while (len(calls.read_text().splitlines()) if calls.exists() else 0) < 6:
-        time.sleep(0.02)
-    part.send_signal(signal.SIGINT)
-    _, err = part.communicate(timeout=60)
-    assert part.returncode == 130, err
+    (tmp_path / "calls.log").unlink()
+    interrupt(tmp_path, 6, "--concurrency", "2")
     done = cli(tmp_path, "--repeats", "4", "--resume", "part.json", "--concurrency", "3")
     assert done.returncode == 2 and "resumed:" in done.stderr, done.stderr
     found["resumed"] = verdicts(tmp_path / "part.json")
@@ -213,16 +218,7 @@ def test_resume_keeps_the_isolation_of_the_run(
 ) -> None:
     """Mixing modes in one run would mix two measurements."""
     write_agent(CYCLES)
-    calls = tmp_path / "calls.log"
-    part = subprocess.Popen(
-        [sys.executable, "-m", "agent_eval", "run", "--agent", "agent.py", "--tasks",
-         "suite.json", "--repeats", "4", "--out", "part.json", "--isolation", "worker"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    while (len(calls.read_text().splitlines()) if calls.exists() else 0) < 3:
-        time.sleep(0.02)
-    part.send_signal(signal.SIGINT)
-    part.communicate(timeout=60)
+    interrupt(tmp_path, 3, "--isolation", "worker")
     done = cli(tmp_path, "--repeats", "4", "--resume", "part.json")
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == (
