@@ -39,12 +39,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agent_eval.agents.entry import Agent, AgentMisbehaved, coerce_reply, load_agent
+from agent_eval.agents.outage import describe as describe_outage
+from agent_eval.agents.outage import find_outage
 from agent_eval.errors import AgentLoadError
 
 RunTask = Callable[[str, dict[str, Any]], Any]
 Reply = tuple[str, Any, Any]
 """(kind, value, infra): kind is reply (value: what run_task returned, for the parent to
-check), agent_error or over_budget (value: why)."""
+check), or agent_error, over_budget or infra_error (value: why)."""
 SPARE_COPIES = 2
 """Copies kept waiting: two, so the parent finds one ready even when the next fork has
 not finished; an idle copy costs next to nothing, its memory shared with the worker."""
@@ -235,7 +237,10 @@ def _attempt(run_task: RunTask, task: str, options: dict[str, Any], keep: Keep) 
         raw = run_task(task, options)
     except MemoryError:
         return ("over_budget", f"memory over --max-memory-mb {keep.memory_mb}", None)
-    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours
+    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours...
+        outage = find_outage(exc)
+        if outage is not None:  # ...unless its HTTP client says the endpoint failed
+            return ("infra_error", describe_outage(exc, outage), outage.as_infra())
         return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", None)
     if not isinstance(raw, dict):
         return ("reply", raw, None)

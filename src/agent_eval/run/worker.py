@@ -46,7 +46,7 @@ class Outcome:
     error: str | None = None
     """Why there is no reply, in one line."""
     failure: str | None = None
-    """agent_error or over_budget when there is no reply."""
+    """agent_error, over_budget or infra_error when there is no reply."""
     infra: dict[str, Any] | None = None
     """The agent's account of a model endpoint failure, for retries."""
 
@@ -174,7 +174,7 @@ class Worker:
             return Outcome(None, f"worker sent {message!r} instead of a reply", "agent_error")
         kind, value, infra = message
         if kind != "reply":
-            return Outcome(None, value, kind)
+            return Outcome(None, value, kind, infra)
         try:
             return Outcome(coerce_reply(value), infra=infra)
         except AgentMisbehaved as exc:
