@@ -73,7 +73,7 @@ def test_minimal_attempt_times_and_attributes_exactly(
     assert (search.start, search.end) == (start + 750_000_000, start + 800_000_000)
     assert failed.attributes["error.type"] == "tool_error"
     assert failed.status == "error"
-    assert root.status == "unset"
+    assert root.status == "ok"
     assert root.attributes["gen_ai.conversation.id"] == "a1b2c3d4e5f6:r-gateway-port:r1"
     assert root.attributes["agent_eval.stop.reason"] == "finished"
     assert root.attributes["gen_ai.request.model"] == "local/chat"
@@ -95,7 +95,7 @@ def test_wrong_answer_is_a_zero_score_not_an_error(
     export(receiver, make_trajectory(attempt_cases["multi-agent"]()))
     spans = receiver.requests[0].spans
     root = next(s for s in spans if not s.parent)
-    assert root.status == "unset"
+    assert root.status == "ok"
     assert root.events[0][2] == {
         "gen_ai.evaluation.name": "verdict",
         "gen_ai.evaluation.score.value": 0.0,
@@ -126,7 +126,7 @@ def test_agent_error_marks_the_root_span_as_an_error(
     ]
     export(receiver, make_trajectory(records))
     root = next(s for s in receiver.requests[0].spans if not s.parent)
-    assert root.status == "error"
+    assert (root.status, root.message) == ("error", "agent_error: KeyError: 'x'")
     assert root.attributes["error.type"] == "agent_error"
     assert root.attributes["agent_eval.stop.reason"] == "agent_error"
 

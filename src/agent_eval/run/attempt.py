@@ -168,6 +168,7 @@ def _score_line(
     return {
         "passed": checks.passed,
         "failure_class": failure,
+        "answer": reply.answer,
         "checks": checks.model_dump(mode="json"),
         "steps": reply.steps,
         "tokens": reply.tokens,
