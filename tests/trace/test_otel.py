@@ -300,3 +300,25 @@ def test_an_endpoint_that_is_down_warns_once_and_does_not_hold_up_the_run(
     assert warnings[0].startswith(f"OTLP endpoint http://127.0.0.1:{port}/v1/traces did not ")
     assert "(cannot connect: Connection refused);" in warnings[0]
     assert capfd.readouterr() == ("", "")  # the exporter's own retry logs stay quiet
+
+
+def test_infra_error_marks_the_root_with_the_reason_and_a_wrong_answer_stays_ok(
+    receiver: Any,
+    make_trajectory: Callable[..., Path],
+    attempt_cases: dict[str, Callable[[], Records]],
+) -> None:
+    records = attempt_cases["minimal"]()[:2]
+    records += [
+        {"type": "stop", "reason": "model_error", "detail": "timeout: no reply in 30 s"},
+        {"type": "score", "passed": False, "failure_class": "infra_error", "checks": {},
+         "seconds": 30.5, "error": "model_error: timeout: no reply in 30 s"},
+    ]  # fmt: skip
+    export(receiver, make_trajectory(records))
+    export(receiver, make_trajectory(attempt_cases["multi-agent"](), "wrong.jsonl"))
+    down, wrong = (next(s for s in r.spans if not s.parent) for r in receiver.requests)
+    assert (down.status, down.message) == (
+        "error",
+        "infra_error: model_error: timeout: no reply in 30 s",
+    )
+    assert (wrong.status, wrong.message) == ("ok", "")
+    assert wrong.attributes["agent_eval.verdict"] == "wrong_answer"
