@@ -108,27 +108,33 @@ def test_wrong_answer_is_a_zero_score_not_an_error(
     assert roles == ["router", "researcher", "answerer", "verifier"]
 
 
-def test_agent_error_marks_the_root_span_as_an_error(
+@pytest.mark.parametrize(
+    ("failure", "stop", "error", "message"),
+    [
+        ("agent_error", "agent_error", None, "agent_error: KeyError: 'x'"),
+        ("infra_error", "model_error", "model_error: timeout", "infra_error: model_error: timeout"),
+    ],
+)
+def test_an_error_marks_the_root_span_with_its_reason(
     receiver: Any,
     make_trajectory: Callable[..., Path],
     attempt_cases: dict[str, Callable[[], Records]],
+    failure: str,
+    stop: str,
+    error: str | None,
+    message: str,
 ) -> None:
     records = attempt_cases["minimal"]()[:2]
     records += [
-        {"type": "stop", "reason": "agent_error", "detail": "KeyError: 'x'"},
-        {
-            "type": "score",
-            "passed": False,
-            "failure_class": "agent_error",
-            "checks": {},
-            "seconds": 0.9,
-        },
-    ]
+        {"type": "stop", "reason": stop, "detail": "KeyError: 'x'"},
+        {"type": "score", "passed": False, "failure_class": failure, "checks": {},
+         "seconds": 0.9, "error": error},
+    ]  # fmt: skip
     export(receiver, make_trajectory(records))
     root = next(s for s in receiver.requests[0].spans if not s.parent)
-    assert (root.status, root.message) == ("error", "agent_error: KeyError: 'x'")
-    assert root.attributes["error.type"] == "agent_error"
-    assert root.attributes["agent_eval.stop.reason"] == "agent_error"
+    assert (root.status, root.message) == ("error", message)
+    assert root.attributes["error.type"] == failure
+    assert root.attributes["agent_eval.stop.reason"] == stop
 
 
 def test_recorded_offsets_place_spans_when_present(
@@ -300,25 +306,3 @@ def test_an_endpoint_that_is_down_warns_once_and_does_not_hold_up_the_run(
     assert warnings[0].startswith(f"OTLP endpoint http://127.0.0.1:{port}/v1/traces did not ")
     assert "(cannot connect: Connection refused);" in warnings[0]
     assert capfd.readouterr() == ("", "")  # the exporter's own retry logs stay quiet
-
-
-def test_infra_error_marks_the_root_with_the_reason_and_a_wrong_answer_stays_ok(
-    receiver: Any,
-    make_trajectory: Callable[..., Path],
-    attempt_cases: dict[str, Callable[[], Records]],
-) -> None:
-    records = attempt_cases["minimal"]()[:2]
-    records += [
-        {"type": "stop", "reason": "model_error", "detail": "timeout: no reply in 30 s"},
-        {"type": "score", "passed": False, "failure_class": "infra_error", "checks": {},
-         "seconds": 30.5, "error": "model_error: timeout: no reply in 30 s"},
-    ]  # fmt: skip
-    export(receiver, make_trajectory(records))
-    export(receiver, make_trajectory(attempt_cases["multi-agent"](), "wrong.jsonl"))
-    down, wrong = (next(s for s in r.spans if not s.parent) for r in receiver.requests)
-    assert (down.status, down.message) == (
-        "error",
-        "infra_error: model_error: timeout: no reply in 30 s",
-    )
-    assert (wrong.status, wrong.message) == ("ok", "")
-    assert wrong.attributes["agent_eval.verdict"] == "wrong_answer"
