@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agent_eval.errors import ConfigError
+from agent_eval.errors import AgentLoadError, ConfigError
 from agent_eval.results import (
     AttemptResult,
     RunHead,
@@ -97,7 +97,10 @@ def check_sides(config: DuelConfig, resuming: bool) -> tuple[DuelConfig, list[st
                         f"--out {config.out}: {path.name} is there from an earlier duel; "
                         f"continue it with --resume {config.out}, or choose another --out"
                     )
-        prepared = prepare(replace(sides[side], repeats=1, out=None, resume=None))
+        try:
+            prepared = prepare(replace(sides[side], repeats=1, out=None, resume=None))
+        except AgentLoadError as exc:
+            raise AgentLoadError(f"side {side.upper()}: {exc}") from None
         ids[side] = [task.id for task in prepared.tasks]
         if "test" in prepared.splits and sides[side].labbook is None:
             sides[side] = replace(sides[side], labbook=config.test_labbook)
