@@ -70,14 +70,20 @@ def null(rng: np.random.Generator, duels: int) -> None:
         t_false += t_hit
         perm_false += perm_hit
     wrong = decisions.get("a_better", 0) + decisions.get("b_better", 0)
-    print(f"null, {duels} duels, {TASKS} tasks, p ~ Beta(0.6, 0.6) equal on both sides, "
-          f"looked at after each of up to {MAX_ROUNDS} rounds, alpha {ALPHA}, margin {MARGIN}")  # fmt: skip
-    print(f"  duel: false decision (a side better) {wrong / duels:.3f}; "
-          f"no difference {decisions.get('no_difference', 0) / duels:.3f}; "
-          f"undecided {decisions.get('undecided', 0) / duels:.3f}; "
-          f"mean rounds {np.mean(rounds):.1f}")  # fmt: skip
-    print(f"  naive, compare after every round: paired t test {t_false / duels:.3f}, "
-          f"permutation test {perm_false / duels:.3f}")  # fmt: skip
+    print(
+        f"null, {duels} duels, {TASKS} tasks, p ~ Beta(0.6, 0.6) equal on both sides, "
+        f"looked at after each of up to {MAX_ROUNDS} rounds, alpha {ALPHA}, margin {MARGIN}"
+    )
+    print(
+        f"  duel: false decision (a side better) {wrong / duels:.3f}; "
+        f"no difference {decisions.get('no_difference', 0) / duels:.3f}; "
+        f"undecided {decisions.get('undecided', 0) / duels:.3f}; "
+        f"mean rounds {np.mean(rounds):.1f}"
+    )
+    print(
+        f"  naive, compare after every round: paired t test {t_false / duels:.3f}, "
+        f"permutation test {perm_false / duels:.3f}"
+    )
 
 
 def alternative(rng: np.random.Generator, duels: int, delta: float) -> None:
@@ -95,24 +101,37 @@ def alternative(rng: np.random.Generator, duels: int, delta: float) -> None:
     planned = repeats_needed(TASKS, delta, 0.0, sigma2 / 2, sigma2 / 2, ALPHA)
     target = min(power, 0.99)  # a simulated power of exactly 1 is no target to match
     same = _fixed_repeats(rng, suites, target)
-    print(f"alternative +{delta}, {duels} duels, p_A ~ U(0.2, 0.6), p_B = p_A + {delta}, "
-          f"no margin, up to {MAX_ROUNDS} rounds")  # fmt: skip
-    print(f"  duel: power {power:.3f}, wrong side {decisions.count('a_better') / duels:.3f}, "
-          f"mean attempts {np.mean(attempts):.0f} (mean rounds {np.mean(attempts) / 2 / TASKS:.1f}"
-          f"{f', {np.mean(decided) / 2 / TASKS:.1f} when decided' if decided else ''})")  # fmt: skip
-    print(f"  fixed design, permutation test at the same power ({target:.2f}): {same} repeats = "
-          f"{2 * TASKS * same} attempts")  # fmt: skip
-    print(f"  fixed design planned for 80% power as compare plans it: {planned} repeats = "
-          f"{2 * TASKS * planned if planned else None} attempts")  # fmt: skip
+    print(
+        f"alternative +{delta}, {duels} duels, p_A ~ U(0.2, 0.6), p_B = p_A + {delta}, "
+        f"no margin, up to {MAX_ROUNDS} rounds"
+    )
+    print(
+        f"  duel: power {power:.3f}, wrong side {decisions.count('a_better') / duels:.3f}, "
+        f"mean attempts {np.mean(attempts):.0f} (mean rounds {np.mean(attempts) / 2 / TASKS:.1f}"
+        f"{f', {np.mean(decided) / 2 / TASKS:.1f} when decided' if decided else ''})"
+    )
+    print(
+        f"  fixed design, permutation test at the same power ({target:.2f}): {same} repeats = "
+        f"{2 * TASKS * same} attempts"
+    )
+    print(
+        f"  fixed design planned for 80% power as compare plans it: {planned} repeats = "
+        f"{2 * TASKS * planned if planned else None} attempts"
+    )
 
 
-def _fixed_repeats(rng: np.random.Generator, suites: list[tuple[np.ndarray, np.ndarray]],
-                   power: float) -> int:  # fmt: skip
+def _fixed_repeats(
+    rng: np.random.Generator, suites: list[tuple[np.ndarray, np.ndarray]], power: float
+) -> int:
     """The fewest repeats per task at which the permutation test, run once at the end,
     reaches ``power`` on suites drawn as the duels' were (400 suites per count)."""
     for repeats in range(1, 200):
-        reached = np.mean([simulate_fixed_suite_power(p_a.tolist(), p_b.tolist(), repeats, 4, rng, ALPHA)
-                           for p_a, p_b in suites[:400]])  # fmt: skip
+        reached = np.mean(
+            [
+                simulate_fixed_suite_power(p_a.tolist(), p_b.tolist(), repeats, 4, rng, ALPHA)
+                for p_a, p_b in suites[:400]
+            ]
+        )
         if reached >= power:
             return repeats
     return math.inf  # type: ignore[return-value]

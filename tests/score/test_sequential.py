@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from agent_eval.score.sequential import confidence_sequence, decide, projected_rounds
+from agent_eval.score.stats import paired_comparison
 
 
 def test_one_task_one_round_rejects_nothing() -> None:
@@ -62,12 +63,21 @@ def test_peeking_after_every_round_keeps_false_decisions_under_alpha() -> None:
     # U-shaped spread like a real suite's (most tasks nearly always or never pass).
     rng = np.random.default_rng(20261201)
     tasks, rounds, duels, alpha = 15, 20, 200, 0.05
-    false = 0
+    false = naive = 0
     for _ in range(duels):
         p = rng.beta(0.6, 0.6, size=tasks)
-        diffs = (rng.random((rounds, tasks)) < p).astype(int) - (rng.random((rounds, tasks)) < p)
+        a, b = (rng.random((rounds, tasks)) < p).astype(int), (rng.random((rounds, tasks)) < p)
+        diffs = b - a
         false += any(decide(iv) != "undecided" for iv in confidence_sequence(diffs.tolist()))
+        # Beside it, `compare`'s paired t test rerun after every round, stopping at p < alpha.
+        totals = ((k, a[:k].sum(0), b[:k].sum(0)) for k in range(1, rounds + 1))
+        looks = (
+            paired_comparison([(k, int(x), k, int(y)) for x, y in zip(ta, tb, strict=True)])
+            for k, ta, tb in totals
+        )
+        naive += any(c.p_population is not None and c.p_population < alpha for c in looks)
     assert false / duels <= alpha
+    assert naive / duels > 2 * alpha  # about 0.25 over 2,000 duels (benchmarks/RESULTS.md)
 
 
 def test_projection_needs_two_rounds_and_something_to_aim_at() -> None:
