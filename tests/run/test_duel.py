@@ -124,6 +124,11 @@ def test_max_repeats_or_a_token_budget_leave_it_undecided_and_resume_extends_it(
     assert load_results(tmp_path / "duel-b.json").run.repeats == 3
     calls = (tmp_path / "calls.log").read_text().splitlines()
     assert len(calls) == len(set(calls)) == 2 * 4 * 3  # no attempt ran twice
+    moved = cli(tmp_path, sys.executable, "-m", "agent_eval", "duel", "--resume", "duel.json",
+                "--alpha", "0.1")  # fmt: skip
+    assert (moved.returncode, moved.stderr) == (1, "Error: --alpha 0.1: this duel began with "
+                                                   "0.05; changing it midway would void the "
+                                                   "guarantee\n")  # fmt: skip
 
 
 def test_bad_side_strings_get_one_line_errors_and_run_nothing(

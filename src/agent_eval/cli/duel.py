@@ -114,6 +114,12 @@ def duel(**flags: Any) -> int:
         previous = read_duel(Path(flags["resume"]))
         flags = _with_recorded(flags, previous.settings)
         flags["out"] = flags["resume"]
+        for name, began in (("alpha", previous.alpha), ("margin", previous.margin)):
+            if flags[name] != began:
+                raise ConfigError(
+                    f"--{name} {flags[name]}: this duel began with {began}; "
+                    f"changing it midway would void the guarantee"
+                )
     specs = {"a": flags["side_a"], "b": flags["side_b"]}
     for side, spec in specs.items():
         if not spec:
