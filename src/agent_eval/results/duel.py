@@ -63,16 +63,28 @@ class DuelRecord(BaseModel):
 
     def summary(self) -> dict[str, Any]:
         """What `duel --format json` prints."""
-        keys = ("decision", "rounds", "attempts", "difference", "interval", "alpha", "margin",
-                "fixed_design_attempts", "projected_rounds", "stopped")  # fmt: skip
+        keys = (
+            "decision",
+            "rounds",
+            "attempts",
+            "difference",
+            "interval",
+            "alpha",
+            "margin",
+            "fixed_design_attempts",
+            "projected_rounds",
+            "stopped",
+        )
         data = self.model_dump(mode="json", include=set(keys))
         data["results"] = self.results
         return {key: data[key] for key in (*keys, "results")}
 
     def differences(self) -> list[list[int]]:
         """Per round, per task: B's outcome minus A's, in {-1, 0, 1}."""
-        return [[b - a for a, b in zip(ra, rb, strict=True)]
-                for ra, rb in zip(self.passed["a"], self.passed["b"], strict=True)]  # fmt: skip
+        return [
+            [b - a for a, b in zip(ra, rb, strict=True)]
+            for ra, rb in zip(self.passed["a"], self.passed["b"], strict=True)
+        ]
 
 
 def side_results(duel: Path, side: str) -> Path:

@@ -73,12 +73,21 @@ class DuelConfig:
 def start_record(config: DuelConfig, tasks: list[str]) -> DuelRecord:
     """The record of a duel before its first round."""
     return DuelRecord(
-        schema=DUEL_SCHEMA, decision="undecided", rounds=0, attempts=0, difference=None,
+        schema=DUEL_SCHEMA,
+        decision="undecided",
+        rounds=0,
+        attempts=0,
+        difference=None,
         interval=(-1.0, 1.0),
-        alpha=config.alpha, margin=config.margin, fixed_design_attempts=None,
-        stopped="running", results={s: side_results(config.out, s).name for s in SIDES},
-        tasks=tasks, passed={s: [] for s in SIDES}, settings=config.settings,
-    )  # fmt: skip
+        alpha=config.alpha,
+        margin=config.margin,
+        fixed_design_attempts=None,
+        stopped="running",
+        results={s: side_results(config.out, s).name for s in SIDES},
+        tasks=tasks,
+        passed={s: [] for s in SIDES},
+        settings=config.settings,
+    )
 
 
 def check_sides(config: DuelConfig, resuming: bool) -> tuple[DuelConfig, list[str]]:
@@ -107,12 +116,16 @@ def check_sides(config: DuelConfig, resuming: bool) -> tuple[DuelConfig, list[st
     return replace(config, sides=sides), ids["a"]
 
 
-def play(config: DuelConfig, record: DuelRecord, on_attempt: OnAttempt,
-         on_round: OnRound) -> DuelRecord:  # fmt: skip
+def play(
+    config: DuelConfig, record: DuelRecord, on_attempt: OnAttempt, on_round: OnRound
+) -> DuelRecord:
     """Play rounds until the duel is settled, its budget is spent or it is interrupted;
     the duel file is written after every round."""
-    heads = {side: read_head(side_results(config.out, side)).run
-             for side in SIDES if side_results(config.out, side).exists()}  # fmt: skip
+    heads = {
+        side: read_head(side_results(config.out, side)).run
+        for side in SIDES
+        if side_results(config.out, side).exists()
+    }
     played = False
     while True:
         record = _assess(config, record, heads)
@@ -141,8 +154,7 @@ def play(config: DuelConfig, record: DuelRecord, on_attempt: OnAttempt,
     return record
 
 
-def _play_side(config: DuelConfig, side: str, number: int,
-               on_attempt: OnAttempt) -> RunHead | None:  # fmt: skip
+def _play_side(config: DuelConfig, side: str, number: int, on_attempt: OnAttempt) -> RunHead | None:
     """Round ``number`` of one side: its run extended to that many repeats. The run's
     head, or None when it was interrupted."""
     results = side_results(config.out, side)
@@ -154,8 +166,9 @@ def _play_side(config: DuelConfig, side: str, number: int,
         if (head.run.repeats or 0) >= number:  # stopped after this side's round
             return head.run
         resume = results
-    run_config = replace(config.sides[side], repeats=number, out=results, resume=resume,
-                         labbook=None)  # fmt: skip
+    run_config = replace(
+        config.sides[side], repeats=number, out=results, resume=resume, labbook=None
+    )
     report = execute(prepare(run_config), lambda row: on_attempt(side, row))
     return None if report.interrupted else report.head.run
 
@@ -167,30 +180,30 @@ def _round_outcomes(results: Path, number: int, tasks: list[str]) -> list[int]:
     return [found[task] for task in tasks]
 
 
-def _assess(config: DuelConfig, record: DuelRecord, heads: dict[str, RunHead],
-            final: bool = True) -> DuelRecord:  # fmt: skip
+def _assess(config: DuelConfig, record: DuelRecord, heads: dict[str, RunHead]) -> DuelRecord:
     """The record with the sequence's interval, decision, projection and the fixed
-    design's size; with ``final``, also whether and why the duel stops now."""
+    design's size, and whether and why the duel stops now."""
     diffs = record.differences()
     update: dict[str, Any] = {"attempts": 2 * len(record.tasks) * record.rounds}
     if diffs:
         last = confidence_sequence(diffs, config.alpha)[-1]
         decision = decide(last, config.margin or None)
         update.update(
-            decision=decision, difference=last.estimate, interval=(last.lo, last.hi),
-            projected_rounds=None if decision != "undecided"
+            decision=decision,
+            difference=last.estimate,
+            interval=(last.lo, last.hi),
+            projected_rounds=None
+            if decision != "undecided"
             else projected_rounds(diffs, config.alpha, config.margin or None),
             fixed_design_attempts=fixed_design_attempts(
                 record, config.alpha, config.margin if decision == "no_difference" else None
             ),
-        )  # fmt: skip
-    if final:
-        update["stopped"] = _stop(config, update.get("decision", "undecided"), record, heads)
+        )
+    update["stopped"] = _stop(config, update.get("decision", "undecided"), record, heads)
     return record.model_copy(update=update)
 
 
-def _stop(config: DuelConfig, decision: str, record: DuelRecord,
-          heads: dict[str, RunHead]) -> Stop:  # fmt: skip
+def _stop(config: DuelConfig, decision: str, record: DuelRecord, heads: dict[str, RunHead]) -> Stop:
     """Why the duel stops before another round, or running."""
     if decision != "undecided":
         return "decided"
@@ -201,8 +214,9 @@ def _stop(config: DuelConfig, decision: str, record: DuelRecord,
     tokens = sum(s.total_tokens or 0 for s in summaries)
     cost = sum(s.cost_total or 0.0 for s in summaries)
     # Stop before a round that, costing what the rounds so far cost on average, would pass it.
-    if config.max_total_tokens is not None and tokens * (rounds + 1) / rounds > \
-            config.max_total_tokens:  # fmt: skip
+    if config.max_total_tokens is not None and tokens * (rounds + 1) / rounds > (
+        config.max_total_tokens
+    ):
         return "token_budget"
     if config.max_total_cost is not None and cost * (rounds + 1) / rounds > config.max_total_cost:
         return "cost_budget"
