@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from agent_eval.cli.common import (
 )
 from agent_eval.cli.view import view_command
 from agent_eval.errors import SuiteError
+
+if TYPE_CHECKING:
+    from agent_eval.run.config import RunConfig
 
 
 @click.command()
@@ -191,53 +194,14 @@ def run(**flags: Any) -> int:
         id_width,
         summary_block,
     )
-    from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.runner import execute, prepare
 
-    config = RunConfig(
-        agent=flags["agent"],
-        tasks=flags["tasks"],
-        only=tuple(flags["only"]),
-        task_ids=tuple(flags["task_ids"]),
-        repeats=flags["repeats"],
-        out=optional_path(flags["out"]),
-        results_dir=Path("results"),
-        trajectory_dir=Path(flags["trajectory_dir"]),
-        base_url=flags["base_url"],
-        model=flags["model"],
-        router_model=flags["router_model"],
-        api_key=flags["api_key"],
-        workspace=optional_path(flags["workspace"]),
-        allow_empty_workspace=flags["allow_empty_workspace"],
-        index=optional_path(flags["index"]),
-        options=parse_options(flags["options"]),
-        prices=Prices(
-            flags["cost_per_million"],
-            flags["input_cost_per_million"],
-            flags["output_cost_per_million"],
-        ),
-        quant=flags["quant"],
-        engine=flags["engine"],
-        engine_version=flags["engine_version"],
-        notes=flags["notes"],
-        lab=flags["lab"],
-        labbook=optional_path(flags["labbook"]),
-        concurrency=flags["concurrency"],
-        max_infra_retries=flags["max_infra_retries"],
-        timeout_per_task=flags["timeout_per_task"],
-        max_memory_mb=flags["max_memory_mb"],
-        resume=optional_path(flags["resume"]),
-        seed=flags["seed"],
-        shuffle=flags["shuffle"],
-        max_cost_per_task=flags["max_cost_per_task"],
-        split=flags["split"],
-        isolation=flags["isolation"],
-    )
+    config = run_config(flags)
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
     config = record_held_out(prepared)  # prepared.config, the default --out filled in
-    exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
+    exporter = otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
@@ -280,6 +244,51 @@ def run(**flags: Any) -> int:
     return EXIT_OK if report.all_passed else EXIT_FAILED
 
 
+def run_config(flags: dict[str, Any]) -> RunConfig:
+    """The RunConfig that `run`'s flags describe (also each side of a duel)."""
+    from agent_eval.run.config import Prices, RunConfig, parse_options
+
+    return RunConfig(
+        agent=flags["agent"],
+        tasks=flags["tasks"],
+        only=tuple(flags["only"]),
+        task_ids=tuple(flags["task_ids"]),
+        repeats=flags["repeats"],
+        out=optional_path(flags["out"]),
+        results_dir=Path("results"),
+        trajectory_dir=Path(flags["trajectory_dir"]),
+        base_url=flags["base_url"],
+        model=flags["model"],
+        router_model=flags["router_model"],
+        api_key=flags["api_key"],
+        workspace=optional_path(flags["workspace"]),
+        allow_empty_workspace=flags["allow_empty_workspace"],
+        index=optional_path(flags["index"]),
+        options=parse_options(flags["options"]),
+        prices=Prices(
+            flags["cost_per_million"],
+            flags["input_cost_per_million"],
+            flags["output_cost_per_million"],
+        ),
+        quant=flags["quant"],
+        engine=flags["engine"],
+        engine_version=flags["engine_version"],
+        notes=flags["notes"],
+        lab=flags["lab"],
+        labbook=optional_path(flags["labbook"]),
+        concurrency=flags["concurrency"],
+        max_infra_retries=flags["max_infra_retries"],
+        timeout_per_task=flags["timeout_per_task"],
+        max_memory_mb=flags["max_memory_mb"],
+        resume=optional_path(flags["resume"]),
+        seed=flags["seed"],
+        shuffle=flags["shuffle"],
+        max_cost_per_task=flags["max_cost_per_task"],
+        split=flags["split"],
+        isolation=flags["isolation"],
+    )
+
+
 def record_held_out(prepared: Any) -> Any:
     """The run's config, with the default labbook when it evaluates test-split tasks and
     names none: every look at held-out tasks is counted, asked for or not."""
@@ -307,7 +316,7 @@ def warn_test_looks(labbook: Path, max_looks: int, suite: tuple[str, str]) -> No
         click.echo(f"Warning: {warning}", err=True)
 
 
-def _otlp_exporter(flags: dict[str, Any]) -> Any:
+def otlp_exporter(flags: dict[str, Any]) -> Any:
     """The trace exporter `run --otlp-endpoint` asks for, or None."""
     if not flags["otlp_endpoint"]:
         return None

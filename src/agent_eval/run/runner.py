@@ -40,9 +40,11 @@ from agent_eval.results import (
     Tally,
     TaskSummary,
     append_labbook,
+    finished_run_header,
     iter_rows,
     journal_path_for,
     read_header,
+    reopen_journal,
     row_json,
     write_results,
 )
@@ -74,6 +76,10 @@ class PreparedRun:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     journal_path: Path | None = None
+    reopen: Path | None = None
+    """A finished run's results file that gets more repeats: its journal is written again."""
+    earlier_wall: float = 0.0
+    """Wall seconds of the run's earlier invocations, when they are known."""
 
     @cached_property
     def order(self) -> Order:
@@ -167,12 +173,17 @@ def _default_out(prepared: PreparedRun, folder: Path) -> Path:
 def _adopt(prepared: PreparedRun, resume: Path) -> None:
     """Continue the run recorded in ``resume`` (a results file or its journal)."""
     journal = resume if resume.name.endswith(JOURNAL_SUFFIX) else journal_path_for(resume)
-    if not journal.exists():
-        raise ResultsError(
-            f"--resume {resume}: no journal {journal.name} next to it; that run finished, "
-            f"so there is nothing to resume"
-        )
-    header = read_header(journal)
+    if journal.exists():
+        header = read_header(journal)
+    else:  # a finished run: more repeats continue it
+        header = finished_run_header(resume)
+        if prepared.config.repeats <= (header["repeats"] or 1):
+            raise ResultsError(
+                f"--resume {resume}: no journal {journal.name} next to it; that run finished "
+                f"its {header['repeats']} repeat(s), so there is nothing to resume; add "
+                f"repeats with --repeats N above {header['repeats']}"
+            )
+        prepared.reopen = resume
     if header.get("suite_hash") != prepared.loaded.hash:
         raise ConfigError(
             f"--resume {resume}: the suite changed since that run ({header.get('suite_hash')} "
@@ -190,6 +201,7 @@ def _adopt(prepared: PreparedRun, resume: Path) -> None:
     prepared.run_id = str(header["run_id"])
     prepared.started = datetime.fromisoformat(str(header["started"]))
     prepared.journal_path = journal
+    prepared.earlier_wall = float(header.get("wall_seconds") or 0.0)
 
 
 def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...]) -> list[Task]:
@@ -221,6 +233,9 @@ def execute(
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
+    if prepared.reopen is not None:
+        reopen_journal(prepared.reopen, _journal_header(prepared))
+        prepared.reopen = None
     journal = Journal(prepared.journal_path, _journal_header(prepared), order)
     # A journaled attempt counts as finished unless its endpoint failed: those run again.
     finished = {order.position((row.id, row.attempt))
@@ -359,6 +374,7 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
         "agent": config.agent,
         "model": config.model,
         "isolation": config.isolation,
+        "wall_seconds": prepared.earlier_wall,
     }
 
 
@@ -393,7 +409,7 @@ def results_head(
         repeats=config.repeats,
         host=platform.node(),
         date=prepared.started.date().isoformat(),
-        wall_seconds=round(wall, 3),
+        wall_seconds=round(wall + prepared.earlier_wall, 3),
         notes=config.notes,
         summary=summary,
         started_at=prepared.started.isoformat(),
