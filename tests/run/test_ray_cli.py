@@ -31,7 +31,9 @@ def run_task(task, options):
 def setup(tmp_path: Path, tasks: int) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
     tasks_ = [{"id": f"t{i}", "task": "yes?", "expect_in_answer": ["yes"]} for i in range(tasks)]
-    suite = {"name": "tiny", "version": "1.0.0", "tasks": tasks_}
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text("Notes for the tests.\n")
+    suite = {"name": "tiny", "version": "1.0.0", "workspace": "docs", "tasks": tasks_}
     (tmp_path / "suite.json").write_text(json.dumps(suite))
 
 
