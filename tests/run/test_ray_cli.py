@@ -106,7 +106,8 @@ def test_without_the_extra_the_error_says_how_to_install_it(tmp_path: Path) -> N
     done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
-        "Error: --executor ray needs ray; install it with pip install 'agent-eval[ray]'\n"
+        "Error: --executor ray needs ray; install it with pip install -e '.[ray]' in the "
+        "agent-eval clone\n"
     )
 
 

@@ -171,7 +171,7 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     type=click.Choice(["local", "ray"]),
     default="local",
     show_default=True,
-    help="Where attempts run: worker processes here, or a Ray cluster (agent-eval[ray]).",
+    help="Where attempts run: worker processes here, or a Ray cluster (the ray extra).",
 )
 @click.option(
     "--ray-address",

@@ -67,7 +67,8 @@ def executor_class(name: str) -> Any:
         if exc.name is None or exc.name.partition(".")[0] != name:
             raise
         raise ExtraMissingError(
-            f"--executor {name} needs {name}; install it with pip install 'agent-eval[{name}]'"
+            f"--executor {name} needs {name}; install it with pip install -e '.[{name}]' in "
+            f"the agent-eval clone"
         ) from None
 
 
