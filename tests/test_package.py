@@ -62,7 +62,6 @@ def test_dependencies_point_one_way(package: str) -> None:
     assert not pulled & set(FORBIDDEN[package]), f"{package} pulled in {pulled}"
 
 
-<<<<<<< HEAD
 def test_the_agents_process_loads_only_what_it_needs() -> None:
     """A worker process (run.agent_host) imports neither the parent's side of the worker
     nor pydantic: every page it holds is one more for each attempt's copy to share."""
@@ -77,7 +76,8 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
         "agent_eval.errors", "agent_eval.run",
         "agent_eval.run.agent_host",
     ]  # fmt: skip
-=======
+
+
 def test_the_core_never_imports_an_extra() -> None:
     """A run on the local executor works without the ray extra: nothing imports it."""
     code = (
@@ -86,4 +86,3 @@ def test_the_core_never_imports_an_extra() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
->>>>>>> ac0b8ec (run --executor local|ray [--ray-address]: attempts on a Ray cluster behind one executor seam, the driver the only writer; tests on a local instance, a three-node cluster and a ray start head; benchmark and README)

@@ -72,9 +72,12 @@ def executor_class(name: str) -> Any:
         ) from None
 
 
-def make_executor(prepared: PreparedRun, plan: AttemptPlan) -> Executor:
-    """The executor ``--executor`` names, for this run."""
-    executor: Executor = executor_class(prepared.config.executor)(prepared, plan)
+def make_executor(
+    prepared: PreparedRun, plan: AttemptPlan, notice: Callable[[str], None] | None = None
+) -> Executor:
+    """The executor ``--executor`` names, for this run; ``notice`` hears what the user
+    should know while it runs."""
+    executor: Executor = executor_class(prepared.config.executor)(prepared, plan, notice)
     return executor
 
 
@@ -92,11 +95,13 @@ class LocalSlot:
 class LocalExecutor:
     """Worker processes forked from a zygote on this machine, --concurrency of them."""
 
-    def __init__(self, prepared: PreparedRun, plan: AttemptPlan) -> None:
+    def __init__(
+        self, prepared: PreparedRun, plan: AttemptPlan, notice: Callable[[str], None] | None
+    ) -> None:
         config = prepared.config
         self._plan = plan
         self._dispatch = Dispatch(config.agent, plan.base_options, config.concurrency,
-                                  config.max_memory_mb)  # fmt: skip
+                                  config.max_memory_mb, config.isolation, notice)  # fmt: skip
 
     @property
     def warnings(self) -> list[str]:

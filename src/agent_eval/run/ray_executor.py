@@ -17,7 +17,7 @@ import logging
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -58,7 +58,9 @@ CLOSE_WAIT = 60.0
 class RayExecutor:
     """Slot groups on the nodes of a Ray cluster: ``--executor ray``."""
 
-    def __init__(self, prepared: PreparedRun, plan: AttemptPlan) -> None:
+    def __init__(
+        self, prepared: PreparedRun, plan: AttemptPlan, notice: Callable[[str], None] | None
+    ) -> None:
         self._prepared, self._plan = prepared, plan
         self.warnings: list[str] = []
 
@@ -77,7 +79,8 @@ class RayExecutor:
                 shares = split_slots(min(config.concurrency, len(pending)), nodes)
                 # secrets travel in the environment only; each group makes its own redactor
                 plan = replace(self._plan, base_options=public, redact=Redactor([]))
-                groups = _Groups(plan, config.agent, config.max_memory_mb, travel, env, shares)
+                groups = _Groups(plan, config.agent, (config.max_memory_mb, config.isolation),
+                                 travel, env, shares)  # fmt: skip
                 try:
                     return _serve(groups, self._plan, pending, attempt, record)
                 finally:
@@ -154,12 +157,12 @@ class _Groups:
         self,
         plan: AttemptPlan,
         spec: str,
-        memory_mb: int | None,
+        limits: tuple[int | None, str],
         travel: Travel,
         runtime_env: dict[str, Any],
         shares: dict[str, int],
     ) -> None:
-        self._args = (plan, spec, memory_mb)
+        self._args = (plan, spec, limits)
         self._paths, self._env = travel.paths(), runtime_env
         self.slots = [(node, n) for node, n in shares.items() for _ in range(n)]
         self._handles = {node: self._start(node, n, soft=False) for node, n in shares.items()}

@@ -46,7 +46,12 @@ class SlotGroup:
     """Worker processes on one node, one per slot; Ray runs one call per slot at once."""
 
     def __init__(
-        self, plan: AttemptPlan, spec: str, memory_mb: int | None, slots: int, paths: dict[str, Any]
+        self,
+        plan: AttemptPlan,
+        spec: str,
+        limits: tuple[int | None, Any],
+        slots: int,
+        paths: dict[str, Any],
     ) -> None:
         """``paths`` are the run's inputs inside the working_dir: source, index, suite_dir
         and agent_file (a .py agent's file), each relative, or None."""
@@ -66,7 +71,9 @@ class SlotGroup:
             meta={**plan.meta, "ray_node_id": node},
         )
         self._zygote = Zygote(preload_for(spec), preload_first=slots > 1)
-        self._workers = [Worker(self._zygote, spec, options, memory_mb) for _ in range(slots)]
+        memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
+        self._workers = [Worker(self._zygote, spec, options, memory_mb, isolation)
+                         for _ in range(slots)]  # fmt: skip
         self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
         for worker in self._workers:
             self._idle.put(worker)

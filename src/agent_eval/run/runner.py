@@ -248,12 +248,7 @@ def execute(
 
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
-<<<<<<< HEAD
-    dispatch = Dispatch(config.agent, _base_options(prepared), config.concurrency,
-                        config.max_memory_mb, config.isolation, on_notice)  # fmt: skip
-=======
-    executor = make_executor(prepared, plan)
->>>>>>> ac0b8ec (run --executor local|ray [--ray-address]: attempts on a Ray cluster behind one executor seam, the driver the only writer; tests on a local instance, a three-node cluster and a ray start head; benchmark and README)
+    executor = make_executor(prepared, plan, on_notice)
     try:
         try:
             interrupted = executor.run(
