@@ -76,3 +76,13 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
         "agent_eval.errors", "agent_eval.run",
         "agent_eval.run.agent_host",
     ]  # fmt: skip
+
+
+def test_the_core_never_imports_an_extra() -> None:
+    """A run on the local executor works without the ray extra: nothing imports it."""
+    code = (
+        "import sys, agent_eval.cli, agent_eval.run.runner, agent_eval.run.executor\n"
+        "print(sorted(m for m in ('ray', 'llama_cpp', 'opentelemetry') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

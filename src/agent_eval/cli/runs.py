@@ -169,6 +169,17 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     help="Hard time budget per attempt in seconds (a task's max_seconds wins).",
 )
 @click.option("--max-memory-mb", type=int, help="Memory limit of each worker process.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where attempts run: worker processes here, or a Ray cluster (the ray extra).",
+)
+@click.option(
+    "--ray-address",
+    help="The Ray cluster: auto, HOST:PORT or ray://HOST:10001 (default: a local instance).",
+)
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")
 @click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
@@ -286,6 +297,8 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         max_cost_per_task=flags["max_cost_per_task"],
         split=flags["split"],
         isolation=flags["isolation"],
+        executor=flags["executor"],
+        ray_address=flags["ray_address"],
     )
 
 

@@ -1,9 +1,10 @@
 """Run every selected task of a suite, with repeats, side by side, and lose nothing.
 
-Attempts run in worker processes (run/worker.py), each finished attempt is journaled
-the moment it ends (results/journal.py), and outputs come out in task order whatever the
-completion order. Ctrl-C stops taking new attempts and lets running ones finish; a
-second Ctrl-C kills them. Either way the journal and partial results are written.
+Attempts run in worker processes, on this machine or on a Ray cluster (run/executor.py
+is the seam); each finished attempt is journaled the moment it ends (results/journal.py),
+and outputs come out in task order whatever the completion order. Ctrl-C stops taking
+new attempts and lets running ones finish; a second Ctrl-C kills them. Either way the
+journal and partial results are written.
 """
 
 from __future__ import annotations
@@ -48,13 +49,12 @@ from agent_eval.results import (
     row_json,
     write_results,
 )
-from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
+from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.config import RunConfig
+from agent_eval.run.executor import Slot, executor_class, make_executor
 from agent_eval.run.outputs import BackgroundWriter, InOrder
-from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
-from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import workspace_source
 from agent_eval.suite import LoadedSuite, load_suite
 from agent_eval.trace.trajectory import safe_part
@@ -140,6 +140,7 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"that split (splits declared: {', '.join(splits)})"
             )
     agent = load_agent(config.agent)
+    executor_class(config.executor)  # a missing extra fails here, before anything runs
     source, note = workspace_source(loaded, config.workspace, config.allow_empty_workspace)
     prepared = PreparedRun(config, loaded, tasks, agent, source, note)
     if config.out is None and config.resume is None and config.results_dir is not None:
@@ -249,9 +250,9 @@ def execute(
     plan = _plan(prepared, redact)
     clock = time.perf_counter()
 
-    def attempt(worker: Worker, position: int, stop: threading.Event) -> Scored:
+    def attempt(slot: Slot, position: int, stop: threading.Event) -> Scored:
         task_id, number = order.key(position)
-        return _with_retries(plan, config, worker, by_id[task_id], number, stop)
+        return _with_retries(config, slot, by_id[task_id], number, stop)
 
     def keep(index: int, scored: Scored) -> None:
         """Trajectory file, then journal line, then the caller: each step can rely on
@@ -262,11 +263,10 @@ def execute(
 
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
-    dispatch = Dispatch(config.agent, _base_options(prepared), config.concurrency,
-                        config.max_memory_mb, config.isolation, on_notice)  # fmt: skip
+    executor = make_executor(prepared, plan, on_notice)
     try:
         try:
-            interrupted = dispatch.run(
+            interrupted = executor.run(
                 pending, attempt, lambda index, scored: writer.submit(partial(keep, index, scored))
             )
         finally:
@@ -285,7 +285,7 @@ def execute(
             wall = time.perf_counter() - clock
             summary = tally.summary()
             head = results_head(prepared, summary, tally.per_task(), wall, interrupted,
-                                dispatch.warnings)  # fmt: skip
+                                executor.warnings)  # fmt: skip
             rows_in, written = prepared.journal_path, 0
             if config.out is not None:
                 written = write_results(config.out, head, journal.lines(), redact)
@@ -300,9 +300,8 @@ def execute(
 
 
 def _with_retries(
-    plan: AttemptPlan,
     config: RunConfig,
-    worker: Worker,
+    slot: Slot,
     task: Task,
     number: int,
     stop: threading.Event,
@@ -310,7 +309,7 @@ def _with_retries(
     """One attempt, tried again after an endpoint failure up to --max-infra-retries, with
     backoff that honours Retry-After; a failed try's files are kept under `.tryN`."""
     for try_number in range(config.max_infra_retries + 1):
-        scored = run_attempt(plan, worker, task, number)
+        scored = slot.run_try(task, number)
         if scored.row.failure_class != "infra_error" or try_number == config.max_infra_retries:
             break
         scored.save(config.trajectory_dir, tag=f".try{try_number + 1}")
