@@ -53,13 +53,13 @@ def ran_on_ray(tmp_path: Path, row: dict[str, Any]) -> bool:
 def test_a_run_on_a_head_node_prints_the_course_layout(tmp_path: Path, ray_head: Any) -> None:
     setup(tmp_path, 3)
     done = subprocess.run(
-        command(tmp_path, "--executor", "ray", "--ray-address", ray_head.client_address,
+        command(tmp_path, "--executor", "ray", "--ray-address", ray_head.address,
                 "--concurrency", "2", "--out", "r.json"),
         cwd=tmp_path, env=ray_head.env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     lines = done.stdout.splitlines()[:5]
-    assert [line[:-6] for line in lines[1:4]] == [  # all but the seconds, a timing
+    assert [line[:-9] for line in lines[1:4]] == [  # all but the seconds, a timing
         "  BAD t0               r1   0 step(s)        0 tok",
         "  ok  t1               r1   1 step(s)      100 tok",
         "  ok  t2               r1   2 step(s)      200 tok",
