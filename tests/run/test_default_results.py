@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,8 @@ def test_run_without_out_writes_a_results_file_report_reads(
     assert paths[0] != paths[1]  # a second run never overwrites the first
     for path in paths:
         assert Path(path).parent == Path("results")
-        assert Path(path).name.endswith("-fixed-local_chat.json")
+        # two runs in one second: the second adds its run id rather than overwrite
+        assert re.fullmatch(r"\d{8}T\d{6}-fixed-local_chat(-[0-9a-f]{12})?\.json", Path(path).name)
         assert json.loads((tmp_path / path).read_text())["run"]["summary"]["passed"] == 1
     assert not list(tmp_path.rglob("*.journal.jsonl"))  # the run finished: no journal left
     report = agent_eval("report", paths[0], cwd=tmp_path)
