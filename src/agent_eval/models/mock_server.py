@@ -66,8 +66,9 @@ class MockModelServer:
         self.faults = tuple(faults)
         self.hang_seconds = hang_seconds
         self.requests: list[dict[str, Any]] = []
-        """One entry per chat request: model, turn, the fault injected (if any) and the
-        reply cap asked for (max_tokens)."""
+        """One entry per request: model, turn, the fault injected (if any), the reply cap
+        asked for (max_tokens), the endpoint (``chat`` or ``completions``) and the sampling
+        seed sent (or None)."""
         self.connections = 0
         """How many connections clients have opened (a client that keeps one alive opens 1)."""
         self._random = random.Random(seed)
@@ -150,8 +151,16 @@ class MockModelServer:
         with self._lock:
             if fault is None and self.fault_rate and self._random.random() < self.fault_rate:
                 fault = self._random.choice(self.faults)
-            cap = request.get("max_tokens")
-            self.requests.append({"model": model, "turn": turn, "fault": fault, "max_tokens": cap})
+            self.requests.append(
+                {
+                    "model": model,
+                    "turn": turn,
+                    "fault": fault,
+                    "max_tokens": request.get("max_tokens"),
+                    "endpoint": "completions" if text else "chat",
+                    "seed": request.get("seed"),
+                }
+            )
         if self.latency:
             self._stopping.wait(self.latency)
         if fault is not None:
