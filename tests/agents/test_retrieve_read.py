@@ -94,7 +94,7 @@ def test_the_option_overrides_the_server(mock_model: Start, agent_options: Optio
 
 
 def test_a_bad_prompt_style_names_the_option(mock_model: Start, agent_options: Options) -> None:
-    with pytest.raises(ConfigError, match="prompt_style='poem'.*prompt_style=completion"):
+    with pytest.raises(ConfigError, match=r"prompt_style='poem'.*prompt_style=completion"):
         run({**agent_options(reader(mock_model)), "prompt_style": "poem"})
 
 
@@ -148,7 +148,10 @@ def test_no_documents_still_gets_an_honest_answer(
     result = run({**agent_options(server), "workspace": str(empty), "prompt_style": "completion"})
     tool = result["trajectory"][0]
     assert tool["error"] is True and "no documents" in tool["result"]
-    assert (result["answer"], result["stopped"]) == ("The answer is not in the passages.", "finished")
+    assert (result["answer"], result["stopped"]) == (
+        "The answer is not in the passages.",
+        "finished",
+    )
 
 
 @pytest.mark.parametrize("fault", ["500", "malformed"])

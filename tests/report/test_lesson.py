@@ -58,9 +58,10 @@ def test_a_small_gap_is_noise_and_the_lesson_says_how_many_tasks_it_would_take(
         f"{result['p_fixed_suite']:.3f}, exact within-task permutation)."
     )
     assert result["tasks_needed"] is not None and result["tasks_needed"] > 15
-    assert lines[1].startswith(f"  Not shown for tasks like these (paired t p = ")
-    assert f"about {result['tasks_needed']} tasks at 3 attempts each would show a gap of 0.02" in (
-        lines[1]
+    assert lines[1].startswith("  Not shown for tasks like these (paired t p = ")
+    assert (
+        f"about {result['tasks_needed']} tasks at 3 attempts each would show a gap of 0.02"
+        in (lines[1])
     )
     assert lines[1] in lesson(paths).splitlines()
 

@@ -52,10 +52,8 @@ _EXAMPLES: tuple[tuple[str, str, str], ...] = (
         "--- plot-rules.md > Bonfires ---\n"
         "Bonfires are not allowed on any plot, because the smoke reaches the school next "
         "door. Green waste goes to the compost bays.",
-        "May a plot holder burn garden waste on their plot? Answer yes or no, and give the "
-        "rule.",
-        "No. Bonfires are not allowed on any plot, because the smoke reaches the school "
-        "next door.",
+        "May a plot holder burn garden waste on their plot? Answer yes or no, and give the rule.",
+        "No. Bonfires are not allowed on any plot, because the smoke reaches the school next door.",
     ),
     (
         "--- garden-handbook.md > Tools ---\n"

@@ -135,7 +135,12 @@ class ChatClient:
         Base models without a chat template read a document better than a chat turn.
         """
         body: dict[str, Any] = {"model": model, "prompt": prompt}
-        optional = {"stop": stop, "temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+        optional = {
+            "stop": stop,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+        }
         body.update({k: v for k, v in optional.items() if v is not None})
         response, seconds = self._post("/completions", body)
         return self._parse_text(response, model, seconds)

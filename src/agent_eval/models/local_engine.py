@@ -4,16 +4,17 @@
 lends each to one request at a time, because a ``Llama`` is not thread-safe.
 ``chat_completion`` turns an OpenAI chat request into a llama-cpp-python call and the
 result back into an OpenAI reply: ``response_format`` becomes a GBNF grammar, and
-``tools`` are served in llama.cpp's generic JSON tool-call form (see ``_tool_schema``). ``text_completion`` does the same
-for a plain prompt (``/v1/completions``), the way a base model is best asked.
+``tools`` are served in llama.cpp's generic JSON tool-call form (see ``_tool_schema``).
+``text_completion`` does the same for a plain prompt (``/v1/completions``), the way a
+base model is best asked.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -104,7 +105,10 @@ class LlamaPool:
         # 2 shared cores, 1 thread kept ~48 tokens/s where 2 threads fell to 3-6.
         threads = n_threads or max(1, (os.cpu_count() or 2) // 2 // parallel)
         self.n_ctx = n_ctx
-        self._free: queue.Queue[Any] = queue.Queue()
+        self._free: list[Any] = []
+        self._served: dict[int, str] = {}
+        """What each instance last read: its KV cache still holds that prompt's tokens."""
+        self._changed = threading.Condition()
         self._all: list[Any] = []
         for _ in range(parallel):
             try:
@@ -119,7 +123,7 @@ class LlamaPool:
                 self.close()
                 raise ConfigError(f"model file {model_path} is not a loadable GGUF: {exc}") from exc
             self._all.append(llm)
-            self._free.put(llm)
+            self._free.append(llm)
         first = self._all[0]
         # A GGUF without a chat template gets llama-cpp-python's llama-2 format, which a Gemma
         # model never saw; its own turn format is the honest choice.
@@ -135,19 +139,36 @@ class LlamaPool:
         self.info.update(parallel=parallel, n_ctx=n_ctx, n_threads=threads)
 
     @contextmanager
-    def instance(self) -> Iterator[Any]:
-        """Borrow a free instance; blocks while all are busy."""
-        llm = self._free.get()
+    def instance(self, prompt: str = "") -> Iterator[Any]:
+        """Borrow a free instance; blocks while all are busy.
+
+        Of the free instances, the one whose last prompt shares the longest start with
+        ``prompt`` is lent: llama.cpp then evaluates only the new tokens. An agent's next
+        turn extends its last one, so with attempts side by side this keeps each
+        conversation on the instance that already read it.
+        """
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._free))
+            llm = max(self._free, key=lambda m: _shared_start(self._served.get(id(m), ""), prompt))
+            self._free.remove(llm)
         try:
             yield llm
         finally:
-            self._free.put(llm)
+            with self._changed:
+                self._served[id(llm)] = prompt
+                self._free.append(llm)
+                self._changed.notify()
 
     def close(self) -> None:
         """Free every instance's memory."""
         for llm in self._all:
             llm.close()
         self._all.clear()
+
+
+def _shared_start(a: str, b: str) -> int:
+    """How many leading characters two texts share."""
+    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 (characters are what is meant)
 
 
 @lru_cache(maxsize=64)
@@ -342,7 +363,9 @@ def _sampling(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     stop = body.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
-        raise RequestError(400, "stop must be a string or a list of strings", "invalid_request_error", "stop")
+        raise RequestError(
+            400, "stop must be a string or a list of strings", "invalid_request_error", "stop"
+        )
     kwargs["stop"] = stop
     return kwargs
 
@@ -366,7 +389,7 @@ def text_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
     if body.get("n", 1) != 1:
         raise RequestError(400, "only n=1 is supported", "invalid_request_error", "n")
     kwargs = _sampling(body, max_tokens)
-    with pool.instance() as llm:
+    with pool.instance(prompt) as llm:
         try:
             out = llm.create_completion(prompt=prompt, **kwargs)
         except ValueError as exc:
@@ -414,7 +437,7 @@ def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
         grammar = _grammar(json.dumps(schema))
     kwargs = _sampling(body, max_tokens)
     messages = _messages(body["messages"], tool_prompt, pool.fold_system)
-    with pool.instance() as llm:
+    with pool.instance(json.dumps(messages)) as llm:
         try:
             out = llm.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
         except ValueError as exc:

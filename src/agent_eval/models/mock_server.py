@@ -133,8 +133,8 @@ class MockModelServer:
     ) -> tuple[int, dict[str, str], bytes | None]:
         """Return status, headers and body for one chat request, or with ``text`` one plain
         completion whose prompt stands for a single user message (None body: hold, then drop)."""
+        prompt = request.get("prompt")
         if text:
-            prompt = request.get("prompt")
             if not isinstance(prompt, str):
                 return _error(400, "'prompt' must be a string")
             messages: Any = [{"role": "user", "content": prompt}]
@@ -171,7 +171,7 @@ class MockModelServer:
                 f"the script has no reply for turn {turn}: no rule matched and it has "
                 f"{len(self.script.replies)} replies and no default; add one",
             )
-        if text:
+        if text and isinstance(prompt, str):
             body = render_text_completion(reply, prompt, model)
         else:
             body = render_completion(reply, request, model, turn)

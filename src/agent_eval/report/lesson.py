@@ -45,7 +45,9 @@ def _name(run: RunResults) -> str:
     return str(run.run.get("scaffold") or run.label)
 
 
-def _table(runs: Sequence[RunResults], reports: Sequence[dict[str, Any]], price: float) -> list[str]:
+def _table(
+    runs: Sequence[RunResults], reports: Sequence[dict[str, Any]], price: float
+) -> list[str]:
     width = max(len("scaffold"), *(len(_name(r)) for r in runs))
     head = (
         f"{'scaffold':<{width}}  {'success (95% interval)':<24}  {'steps':>5}  "
@@ -142,6 +144,8 @@ def _unstable(runs: Sequence[RunResults]) -> list[str]:
     """Tasks passed in some attempts and failed in others: where repeats matter."""
     lines = ["Unstable tasks (passed in some attempts, failed in others):"]
     for run in runs:
-        shaky = [f"{t.task_id} {t.passes}/{t.attempts}" for t in run.tasks if 0 < t.passes < t.attempts]
+        shaky = [
+            f"{t.task_id} {t.passes}/{t.attempts}" for t in run.tasks if 0 < t.passes < t.attempts
+        ]
         lines.append(f"- {_name(run)}: {', '.join(shaky) if shaky else 'none'}")
     return lines
