@@ -11,7 +11,8 @@ template gets the same content as chat turns. ``--option prompt_style=completion
 overrides what the server reports; with no report (most servers), the prompt is chat.
 
 Two steps per attempt: a ``tool`` record for the search and a ``model`` record for the
-answer, then the stop record.
+answer, then the stop record. An answer cut at the reply limit stops as ``reply_cut``, as
+in the other reference agents.
 """
 
 from __future__ import annotations
@@ -83,10 +84,6 @@ def _retrieve_then_read(session: Session, task: str, style: str) -> str:
     else:
         messages = reading_prompts.chat_messages(passages, task)
         reply = session.ask("reader", model, messages)
-    if reply.finish_reason == "length":
-        session.notes.append(
-            f"the answer reached the cap of {session.config.reply_tokens} tokens per reply"
-        )
     return reading_prompts.clean_answer(reply.content or "")
 
 

@@ -14,8 +14,8 @@ from itertools import combinations
 from typing import Any
 
 from agent_eval.report.compare import compare_runs
-from agent_eval.report.results import RunResults
 from agent_eval.report.summary import summarise_run
+from agent_eval.results import RunResults
 
 ALPHA = 0.05
 """The level at which a difference counts as shown."""
@@ -42,7 +42,7 @@ def render_lesson(
 
 
 def _name(run: RunResults) -> str:
-    return str(run.run.get("scaffold") or run.label)
+    return run.run.scaffold or run.label
 
 
 def _table(
@@ -67,7 +67,7 @@ def _table(
             f"{tokens:>7.0f}  {report['mean_seconds'] or 0:>7.1f}  "
             f"{tokens * price / 1e6:>12.6f}"
         )
-    tasks, repeats = reports[0]["tasks"], runs[0].run.get("repeats")
+    tasks, repeats = reports[0]["tasks"], runs[0].run.repeats
     lines.append(
         f"{tasks} tasks x {repeats} attempts each; the interval is over tasks "
         "(attempts of one task are not independent)"
