@@ -187,3 +187,15 @@ def test_a_budget_too_small_stops_before_any_call(
     result = run({**agent_options(server, **limits), "prompt_style": "chat"})
     assert (result["stopped"], result["steps"], server.request_count) == (reason, 0, 0)
     assert [r["type"] for r in result["trajectory"]] == ["stop"]
+
+
+@pytest.mark.parametrize("style", ["completion", "chat"])
+def test_an_answer_cut_at_the_reply_limit_stops_as_reply_cut(
+    mock_model: Start, agent_options: Options, style: str
+) -> None:
+    server = mock_model({"default": {"cut": "At 19:00 every evening, and also 1000000"}})
+    result = run({**agent_options(server), "prompt_style": style, "reply_tokens": "12"})
+    assert (result["stopped"], result["answer"], result["steps"]) == ("reply_cut", "", 2)
+    tool, model, stop = result["trajectory"]
+    assert model["content"] == "At 19:00 every evening, and also 1000000"
+    assert "cut at the 12-token reply limit (finish_reason length)" in stop["detail"]

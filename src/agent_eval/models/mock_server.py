@@ -241,12 +241,13 @@ def render_completion(
 
 def render_text_completion(reply: Reply, prompt: str, model: str) -> dict[str, Any]:
     """Render a scripted reply as a ``/v1/completions`` body: its text continues the prompt."""
+    finish_reason = "length" if reply.cut is not None else "stop"
     if reply.json_ is not None:
         text = json.dumps(reply.json_, ensure_ascii=False)
     elif reply.tool_calls:
         text = render_action(reply.tool_calls[0].name, reply.tool_calls[0].arguments)
     else:
-        text = reply.content or ""
+        text = reply.content or reply.cut or ""
     if reply.usage is not None:
         prompt_tokens, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
     else:
@@ -256,7 +257,7 @@ def render_text_completion(reply: Reply, prompt: str, model: str) -> dict[str, A
         "object": "text_completion",
         "created": 0,
         "model": model,
-        "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "text": text, "finish_reason": finish_reason}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion,
