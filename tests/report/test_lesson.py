@@ -72,7 +72,7 @@ def test_level_runs_say_what_difference_could_hide(make_results: MakeResults) ->
     a, b = (load_results(p) for p in paths)
     result = compare_runs(a, b)
     text = lesson(paths)
-    assert "- first vs second: +0.00: level on these 15 tasks." in (text.splitlines())
+    assert "- first vs second: +0.00: level on average over these 15 tasks." in (text.splitlines())
     assert f"smaller than about {result['mde']:.2f} could hide in the noise of 15 tasks" in text
 
 

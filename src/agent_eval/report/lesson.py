@@ -96,7 +96,7 @@ def pair_verdict(b: str, a: str, r: dict[str, Any]) -> list[str]:
         head += f" (95% interval {r['ci95'][0]:+.2f} to {r['ci95'][1]:+.2f})"
     p_fixed, p_pop = r["p_fixed_suite"], r["p_population"]
     if diff == 0:
-        lines = [head + f": level on these {n} tasks."]
+        lines = [head + f": level on average over these {n} tasks."]
         if r["mde"] is not None:
             lines.append(
                 f"  A real difference smaller than about {r['mde']:.2f} could hide in the "
