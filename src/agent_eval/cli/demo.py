@@ -86,20 +86,18 @@ def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = D
     echo("")
     price = plan.price_per_million
     echo(render_lesson(runs, EXAMPLE_PRICE if price is None else price, price is None))
-    for line in ending(plan.out_dir):
+    for line in ending(plan.out_dir, results):
         echo(line)
     return 0
 
 
-def ending(out_dir: Path) -> list[str]:
+def ending(out_dir: Path, results: list[Path]) -> list[str]:
     """The demo's last lines: where everything it wrote is, and how to look at it."""
-    return [
-        "",
-        f"Full reports (text and HTML), results, trajectories and the labbook: {out_dir}/",
-        f"  agent-eval compare {out_dir}/results-minimal.json "
-        f"{out_dir}/results-retrieve-read.json   # any two runs, in full",
-        f"to see where each attempt went wrong: {view_command([out_dir])}",
-    ]
+    lines = ["", f"Full reports (text and HTML), results, trajectories and the labbook: {out_dir}/"]
+    if len(results) >= 2:
+        lines.append(f"  agent-eval compare {results[1]} {results[0]}   # any two runs, in full")
+    lines.append(f"to see where each attempt went wrong: {view_command([out_dir])}")
+    return lines
 
 
 def _run_agent(

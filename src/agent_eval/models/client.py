@@ -108,16 +108,16 @@ class ChatClient:
         seed: int | None = None,
     ) -> ChatReply:
         """Send one chat request and return the reply; raise on any failure."""
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        optional = {
-            "tools": tools,
-            "response_format": response_format,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "seed": seed,
-        }
-        body.update({k: v for k, v in optional.items() if v is not None})
-        response, seconds = self._post("/chat/completions", body)
+        response, seconds = self._post(
+            "/chat/completions",
+            model=model,
+            messages=messages,
+            tools=tools,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
         return self._parse(response, model, seconds)
 
     def complete(
@@ -134,15 +134,15 @@ class ChatClient:
 
         Base models without a chat template read a document better than a chat turn.
         """
-        body: dict[str, Any] = {"model": model, "prompt": prompt}
-        optional = {
-            "stop": stop,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "seed": seed,
-        }
-        body.update({k: v for k, v in optional.items() if v is not None})
-        response, seconds = self._post("/completions", body)
+        response, seconds = self._post(
+            "/completions",
+            model=model,
+            prompt=prompt,
+            stop=stop,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
         return self._parse_text(response, model, seconds)
 
     def health(self) -> dict[str, Any]:
@@ -159,7 +159,9 @@ class ChatClient:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _post(self, path: str, body: dict[str, Any]) -> tuple[httpx.Response, float]:
+    def _post(self, path: str, **fields: Any) -> tuple[httpx.Response, float]:
+        """POST the fields that are set (None means "the server's default") as JSON."""
+        body = {k: v for k, v in fields.items() if v is not None}
         url = f"{self.base_url}{path}"
         started = time.perf_counter()
         try:
