@@ -197,5 +197,6 @@ def test_an_answer_cut_at_the_reply_limit_stops_as_reply_cut(
     result = run({**agent_options(server), "prompt_style": style, "reply_tokens": "12"})
     assert (result["stopped"], result["answer"], result["steps"]) == ("reply_cut", "", 2)
     tool, model, stop = result["trajectory"]
+    assert tool["tool"] == "search_documents"
     assert model["content"] == "At 19:00 every evening, and also 1000000"
     assert "cut at the 12-token reply limit (finish_reason length)" in stop["detail"]
