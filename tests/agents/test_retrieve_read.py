@@ -200,3 +200,20 @@ def test_an_answer_cut_at_the_reply_limit_stops_as_reply_cut(
     assert tool["tool"] == "search_documents"
     assert model["content"] == "At 19:00 every evening, and also 1000000"
     assert "cut at the 12-token reply limit (finish_reason length)" in stop["detail"]
+
+
+def test_build_asks_the_server_once_for_every_attempt(
+    mock_model: Start, agent_options: Options
+) -> None:
+    server = reader(mock_model, chat_template=False)
+    options = agent_options(server)
+    retrieve_read.build(options)
+    server.script = server.script.model_copy(update={"chat_template": True})
+    try:
+        first = retrieve_read.run_task(TASK, options)
+        second = retrieve_read.run_task(TASK, {**options, "attempt": 2})
+    finally:
+        retrieve_read.close()
+    # What build heard holds for every attempt, even after the server changed its answer.
+    assert [r["endpoint"] for r in server.requests] == ["completions", "completions"]
+    assert first["answer"] == second["answer"] == "At 19:00 every evening."

@@ -182,11 +182,13 @@ class ClientPool:
                 self._clients[key] = ChatClient(base_url, api_key, timeout)
             return self._clients[key]
 
-    def warm(self, options: dict[str, Any]) -> None:
-        """Open the client that attempts with these options will use (an entry point's build)."""
-        if options.get("base_url"):
-            timeout = _number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT
-            self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
+    def warm(self, options: dict[str, Any]) -> ChatClient | None:
+        """Open the client that attempts with these options will use (an entry point's build);
+        None when the options name no endpoint."""
+        if not options.get("base_url"):
+            return None
+        timeout = _number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT
+        return self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
 
     def close(self) -> None:
         """Close every client; a later attempt opens new ones."""

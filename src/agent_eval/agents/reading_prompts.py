@@ -8,8 +8,8 @@ examples come first, so the part of the prompt that never changes is a prefix th
 server can cache between attempts.
 
 Passages are shown best last, next to the question: a small model attends most to what
-it read most recently (measured on the embedded 270M model, this order passed about one
-task in four more than best first).
+it read most recently. On the embedded 270M model, sampled over six seeds, best last
+passed about 4 of the shipped part26 suite's 15 tasks, best first about 2.5.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ and the model's reply is the answer. That suits small and base models, which can
 drive a tool loop, and it is the scaffold a tool-using agent has to beat.
 
 A base model without a chat template never saw chat turns in training, so it gets a
-plain document to continue (``/v1/completions``): instructions, an invented worked
-example, then the passages and the question, ending in ``Answer:``. A model with a chat
+plain document to continue (``/v1/completions``): instructions, four invented worked
+examples, then the passages and the question, ending in ``Answer:``. A model with a chat
 template gets the same content as chat turns. ``--option prompt_style=completion|chat``
 overrides what the server reports; with no report (most servers), the prompt is chat.
 
@@ -32,13 +32,17 @@ PROMPT_STYLES = ("auto", "completion", "chat")
 """``auto`` asks the server whether the model has a chat template."""
 
 _clients = ClientPool()
-_templates: dict[str, bool | None] = {}
+_templates: dict[str, bool] = {}
+"""Endpoint -> whether its model has a chat template, once the server has said."""
 _lock = threading.Lock()
 
 
 def build(options: dict[str, Any]) -> None:
-    """Open the connection to the model endpoint once, before the first task."""
-    _clients.warm(options)
+    """Open the connection to the model endpoint once, before the first task, and ask the
+    server whether its model has a chat template (every attempt then knows)."""
+    client = _clients.warm(options)
+    if client is not None and not options.get("prompt_style"):
+        _style_from_server(client, client.base_url)
 
 
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +73,7 @@ def _retrieve_then_read(session: Session, task: str, style: str) -> str:
     # then says there are no passages, and an honest model says so.
     passages = "" if found.error else found.result
     if style == "auto":
-        style, why = _style_from_server(session.client, session.config.base_url)
+        style, why = _style_from_server(session.client, session.client.base_url)
         session.notes.append(f"prompt style {style} ({why})")
     model = session.config.model
     if style == "completion":
@@ -90,13 +94,13 @@ def _retrieve_then_read(session: Session, task: str, style: str) -> str:
 def _style_from_server(client: ChatClient, base_url: str) -> tuple[str, str]:
     """``completion`` when the server says the model has no chat template, else ``chat``."""
     with _lock:
-        known = base_url in _templates
         template = _templates.get(base_url)
-    if not known:
+    if template is None:
         reported = client.health().get("chat_template")
-        template = reported if isinstance(reported, bool) else None
-        with _lock:
-            _templates[base_url] = template
+        if isinstance(reported, bool):  # silence (or a server not up yet) is asked again
+            template = reported
+            with _lock:
+                _templates[base_url] = template
     if template is False:
         return "completion", "the server reports no chat template"
     if template:
