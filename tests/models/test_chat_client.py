@@ -259,7 +259,14 @@ def test_a_text_completion_carries_text_usage_and_seed(mock_model: Start) -> Non
     assert (reply.content, reply.prompt_tokens, reply.completion_tokens) == (" blue", 5, 2)
     assert (reply.tool_calls, reply.finish_reason, reply.model) == ([], "stop", "m")
     assert server.requests == [
-        {"model": "m", "turn": 0, "fault": None, "endpoint": "completions", "seed": 9}
+        {
+            "model": "m",
+            "turn": 0,
+            "fault": None,
+            "max_tokens": None,
+            "endpoint": "completions",
+            "seed": 9,
+        }
     ]
 
 
