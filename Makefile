@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,local,otel,frameworks
+EXTRAS := dev,local,otel,frameworks,phoenix,ray
 
 .PHONY: demo test lint clean
 

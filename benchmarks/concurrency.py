@@ -12,6 +12,7 @@ zygote, N workers and their build(), plus the last, partly filled round) and a s
 ratio: extra wall time per extra ideal second once the run is going.
 
     .venv/bin/python benchmarks/concurrency.py [--repeats 20] [--latency 0.1] [--levels 1,8,32]
+        [--isolation attempt|worker]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
@@ -93,13 +94,15 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def timed_run(script: Path, latency: float, level: int, repeats: int) -> Timing:
+def timed_run(
+    script: Path, latency: float, level: int, repeats: int, isolation: Isolation
+) -> Timing:
     """One harness run; the server starts before and stops after the timed part."""
     with mock_model(script, latency) as (base_url, server, served), \
             tempfile.TemporaryDirectory() as scratch:  # fmt: skip
         config = RunConfig(
             agent="builtin:minimal", tasks="part26", repeats=repeats,
-            base_url=base_url, model="mock", concurrency=level,
+            base_url=base_url, model="mock", concurrency=level, isolation=isolation,
             out=Path(scratch) / "r.json", trajectory_dir=Path(scratch) / "traj",
         )  # fmt: skip
         prepared = prepare(config)
@@ -138,18 +141,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--isolation", choices=ISOLATIONS, default="attempt")
     args = parser.parse_args()
     tasks = len(load_suite("part26").suite.tasks)
     print(f"builtin:minimal, part26 {tasks} tasks x {args.repeats} repeats, "
-          f"{1000 * args.latency:.0f} ms per model reply, server in its own process")  # fmt: skip
+          f"{1000 * args.latency:.0f} ms per model reply, server in its own process, "
+          f"--isolation {args.isolation}")  # fmt: skip
     print(f"load average before: {load_average()}")
     print(" ".join(f"{c:>{max(len(c), 7)}}" for c in COLUMNS))
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.json"
         script.write_text(json.dumps(SCRIPT), encoding="utf-8")
         for level in (int(x) for x in args.levels.split(",")):
-            short = timed_run(script, args.latency, level, math.ceil(level / tasks))
-            full = timed_run(script, args.latency, level, args.repeats)
+            short = timed_run(script, args.latency, level, math.ceil(level / tasks), args.isolation)
+            full = timed_run(script, args.latency, level, args.repeats, args.isolation)
             ideal, ideal_short = (t.calls * args.latency / level for t in (full, short))
             steady = (full.wall - short.wall) / (ideal - ideal_short)
             row = (level, full.calls, f"{full.wall:.2f}", f"{ideal:.2f}",

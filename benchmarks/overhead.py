@@ -5,7 +5,11 @@ harness: worker round trip, fresh workspace, scoring, trajectory file, journal l
 It runs part26's 15 tasks x 100 repeats, next to the course harness's plain loop doing
 the same work (re-typed below as the baseline: call, score, write one trajectory).
 Start-up (the zygote and the worker, until the first attempt is kept) is shown apart
-from the steady state, and each figure is the median of --runs runs.
+from the steady state, and each figure is the median of --runs runs. Both isolation
+modes run: `attempt` (the default: every attempt in a fresh copy of the built worker)
+and `worker` (a worker's attempts share its process). The CPU figure counts every
+process of the run (the harness, the zygote, the worker and the copies), so it moves
+less with other load on the machine than wall time does.
 
     .venv/bin/python benchmarks/overhead.py [--repeats 100] [--runs 3]
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -21,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
@@ -58,17 +63,21 @@ def course_loop(tasks: list[dict[str, object]], repeats: int, folder: Path) -> f
     return time.perf_counter() - start
 
 
-def ours(repeats: int, root: Path) -> tuple[float, float]:
-    """(wall seconds, seconds until the first attempt was kept) for one isolated run."""
+def ours(repeats: int, root: Path, isolation: Isolation) -> tuple[float, float, float]:
+    """(wall seconds, seconds until the first attempt was kept, CPU seconds of every
+    process of the run) for one run."""
     agent = root / "instant.py"
     agent.write_text(AGENT)
-    config = RunConfig(agent=str(agent), tasks="part26", repeats=repeats,
-                       out=root / "r.json", trajectory_dir=root / "traj")  # fmt: skip
+    config = RunConfig(agent=str(agent), tasks="part26", repeats=repeats, out=root / "r.json",
+                       trajectory_dir=root / "traj", isolation=isolation)  # fmt: skip
     prepared = prepare(config)
     first: list[float] = []
+    before = os.times()
     start = time.perf_counter()
     execute(prepared, lambda row: first or first.append(time.perf_counter()))
-    return time.perf_counter() - start, first[0] - start
+    wall, after = time.perf_counter() - start, os.times()
+    cpu = sum(after[:4]) - sum(before[:4])  # user and system, ours and reaped children's
+    return wall, first[0] - start, cpu
 
 
 def main() -> None:
@@ -84,28 +93,36 @@ def main() -> None:
     )
     # The same work with files on the working disk and on a RAM-backed folder: the gap
     # is the disk's cost of creating one small file per attempt, which both loops pay.
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for label, base in (("disk", None), ("tmpfs", "/dev/shm")):
         if base and not Path(base).is_dir():
             continue
-        walls, starts, theirs = [], [], []
-        for _ in range(args.runs):
-            with tempfile.TemporaryDirectory(dir=base) as scratch:
-                wall, start_up = ours(args.repeats, Path(scratch))
+        for isolation in ISOLATIONS:
+            walls, starts, cpus = [], [], []
+            for _ in range(args.runs):
+                with tempfile.TemporaryDirectory(dir=base) as scratch:
+                    wall, start_up, cpu = ours(args.repeats, Path(scratch), isolation)
                 walls.append(wall)
                 starts.append(start_up)
-                (Path(scratch) / "course").mkdir()
-                theirs.append(course_loop(raw, args.repeats, Path(scratch) / "course"))
-        wall, start_up, course = (statistics.median(x) for x in (walls, starts, theirs))
-        steady = (wall - start_up) / (attempts - 1)
-        print(
-            f"[{label}] agent-eval, isolated: {wall:5.2f} s {attempts / wall:6.0f}/s "
-            f"{1000 * wall / attempts:5.2f} ms/attempt with start-up ({start_up:.2f} s), "
-            f"{1000 * steady:5.2f} ms after it"
-        )
+                cpus.append(cpu)
+            wall, start_up, cpu = (statistics.median(x) for x in (walls, starts, cpus))
+            steady = (wall - start_up) / (attempts - 1)
+            print(
+                f"[{label}] agent-eval, --isolation {isolation:<7}: {wall:5.2f} s "
+                f"{attempts / wall:6.0f}/s {1000 * wall / attempts:5.2f} ms/attempt with "
+                f"start-up ({start_up:.2f} s), {1000 * steady:5.2f} ms after it; "
+                f"cpu {1000 * cpu / attempts:5.2f} ms/attempt"
+            )
+        theirs = []
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory(dir=base) as scratch:
+                theirs.append(course_loop(raw, args.repeats, Path(scratch)))
+        course = statistics.median(theirs)
         print(
             f"[{label}] course loop, in-process: {course:5.2f} s {attempts / course:6.0f}/s "
             f"{1000 * course / attempts:5.2f} ms/attempt"
         )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

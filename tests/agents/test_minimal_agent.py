@@ -27,6 +27,9 @@ MODEL_KEYS = {
     "completion_tokens",
     "seconds",
     "content",
+    "finish_reason",
+    "input_from",
+    "input",
 }
 TOOL_KEYS = {"type", "tool", "args", "error", "result", "seconds"}
 

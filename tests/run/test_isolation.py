@@ -33,7 +33,7 @@ def run_task(task, options):
             hoard.append(bytearray(16 * 1024 * 1024))
     if task == "print":
         print("noise on stdout")
-    return {"answer": f"fine from {os.getpid()}", "steps": 1, "tokens": 1}
+    return {"answer": f"fine from {os.getpid()} of {os.getppid()}", "steps": 1, "tokens": 1}
 """
 
 
@@ -52,13 +52,20 @@ def run(
     return json.loads((tmp_path / "r.json").read_text())["results"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.parametrize(("isolation", "builds"), [("attempt", 1), ("worker", 5)])
 def test_each_fault_is_recorded_and_the_run_goes_on(
-    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[[str], Path],
+    isolation: str,
+    builds: int,
 ) -> None:
+    """A fault costs its attempt. With isolation it also costs only that attempt's copy of
+    the built worker; without, the worker itself, restarted with a new build()."""
     agent = write_agent(BAD_AGENT)
     rows = run(tmp_path, write_suite, agent,
                ["ok", "hang", "ok", "exit", "ok", "segfault", "ok", "leak", "ok"],
-               timeout_per_task=1.0, max_memory_mb=400)  # fmt: skip
+               timeout_per_task=1.0, max_memory_mb=400, isolation=isolation)  # fmt: skip
     got = [(r["id"], r["failure_class"], r["error"]) for r in rows]
     assert got == [
         ("t0-ok", "passed", None),
@@ -72,8 +79,7 @@ def test_each_fault_is_recorded_and_the_run_goes_on(
         ("t7-leak", "over_budget", "memory over --max-memory-mb 400"),
         ("t8-ok", "passed", None),
     ]  # fmt: skip
-    builds = (agent.parent / "builds.log").read_text().split()
-    assert len(builds) == 5  # one worker, restarted after each of the four faults
+    assert len((agent.parent / "builds.log").read_text().split()) == builds
 
 
 def test_build_runs_once_per_worker_and_stdout_stays_clean(
@@ -85,7 +91,10 @@ def test_build_runs_once_per_worker_and_stdout_stays_clean(
     agent = write_agent(BAD_AGENT)
     rows = run(tmp_path, write_suite, agent, ["print"] * 6, concurrency=3)
     assert all(r["checks"]["passed"] for r in rows)
-    # How many of the 3 workers got an attempt depends on timing; each built once.
+    # Each attempt ran in its own copy of a built worker. How many of the 3 workers got
+    # an attempt depends on timing; each built once.
+    copies = [str(r["answer"]).split()[2] for r in rows]
+    assert len(set(copies)) == 6
     serving = {str(r["answer"]).split()[-1] for r in rows}
     assert sorted((agent.parent / "builds.log").read_text().split()) == sorted(serving)
     out, err = capfd.readouterr()

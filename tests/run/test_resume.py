@@ -168,6 +168,41 @@ def test_resume_with_nothing_to_resume_names_both_files(
     )
 
 
+def test_more_repeats_extend_a_finished_run_without_running_its_attempts_again(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    write_agent(SLOW_AGENT)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["yes"]} for i in range(3)])
+    whole = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "agent.py", "--tasks",
+         "suite.json", "--repeats", "3", "--out", "whole.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert whole.returncode == 2, whole.stderr
+    start(tmp_path, "grown.json").communicate(timeout=60)  # two repeats, finished
+    first = json.loads((tmp_path / "grown.json").read_text())["run"]
+    (tmp_path / "calls.log").unlink()
+    same = start(tmp_path, "grown.json", "--resume", "grown.json")
+    _, err = same.communicate(timeout=60)
+    assert same.returncode == 1
+    assert err == (
+        "Error: --resume grown.json: no journal grown.json.journal.jsonl next to it; that run "
+        "finished its 2 repeat(s), so there is nothing to resume; add repeats with --repeats "
+        "N above 2\n"
+    )
+    grown = start(tmp_path, "grown.json", "--resume", "grown.json", "--repeats", "3")
+    _, err = grown.communicate(timeout=60)
+    assert grown.returncode == 2, err
+    assert "resumed: 6 finished attempt(s) kept, not re-run" in err
+    calls = (tmp_path / "calls.log").read_text().split("\n")
+    assert sorted(filter(None, calls)) == ["t0 3", "t1 3", "t2 3"]
+    after = json.loads((tmp_path / "grown.json").read_text())["run"]
+    assert (after["run_id"], after["started_at"]) == (first["run_id"], first["started_at"])
+    assert after["repeats"] == 3 and after["wall_seconds"] >= first["wall_seconds"]
+    assert comparable(tmp_path / "grown.json") == comparable(tmp_path / "whole.json")
+    assert not (tmp_path / "grown.json.journal.jsonl").exists()
+
+
 def test_resume_refuses_a_changed_suite(
     tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
 ) -> None:

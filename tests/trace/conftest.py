@@ -35,6 +35,8 @@ class Got:
     events: list[tuple[str, int, dict[str, Any]]]
     status: str
     resource: dict[str, Any]
+    message: str = ""
+    """The status description."""
 
 
 @dataclass
@@ -67,7 +69,7 @@ class Received:
                         s.start_time_unix_nano, s.end_time_unix_nano, _attrs(s.attributes),
                         [(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in s.events],
                         Status.StatusCode.Name(s.status.code).removeprefix("STATUS_CODE_").lower(),
-                        resource,
+                        resource, s.status.message,
                     ))  # fmt: skip
         return spans
 
@@ -268,8 +270,24 @@ def nanos(iso: str, offset: float = 0.0) -> int:
     return (int(when.timestamp()) * 10**6 + when.microsecond) * 1000 + round(offset * 1e9)
 
 
-CONTENT_KEYS = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.result"}
+CONTENT_KEYS = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.result",
+                "output.value"}  # fmt: skip
 """Attributes that carry message content or tool results: sent only on request."""
+KINDS = {"invoke_agent": "AGENT", "chat": "LLM", "execute_tool": "TOOL", "route": "CHAIN"}
+"""The OpenInference span kind of each operation, so Phoenix knows every span."""
+
+
+def roles_of(records: list[dict[str, Any]]) -> list[str]:
+    """The role each model, tool and route record belongs to ('' for a route)."""
+    roles, role = [], "agent"
+    for record in records[1:]:
+        if record.get("type") == "model":
+            role = record.get("role") or "agent"
+        elif record.get("type") == "tool":
+            role = record.get("role") or role
+        if record.get("type") in ("model", "tool", "route"):
+            roles.append("" if record["type"] == "route" else role)
+    return roles
 
 
 def assert_trace_follows(
@@ -297,19 +315,36 @@ def assert_trace_follows(
     assert event[1] == root.end
     assert event[2]["gen_ai.evaluation.score.value"] == (1.0 if score["passed"] else 0.0)
     assert event[2]["gen_ai.evaluation.score.label"] == verdict
-    children = sorted((s for s in spans if s.parent), key=lambda s: (s.start, s.end))
+    for span in spans:
+        operation = span.attributes["gen_ai.operation.name"]
+        assert span.attributes["openinference.span.kind"] == KINDS[operation], span.name
+        assert not CONTENT_KEYS & span.attributes.keys() or content
     steps = [r for r in records[1:] if r.get("type") in ("model", "tool", "route")]
+    roles = roles_of(records)
+    several = len({role for role in roles if role}) > 1
+    branches = {s.span_id: s for s in spans if s.parent == root.span_id and s.name in
+                {f"invoke_agent {role}" for role in roles if role}}  # fmt: skip
+    assert bool(branches) == several
+    children = sorted(
+        (s for s in spans if s.parent and s.span_id not in branches),
+        key=lambda s: (s.start, s.end),
+    )
     assert len(children) == len(steps)
     cursor = 0.0
-    for span, record in zip(children, steps, strict=True):
-        assert (span.parent, span.trace_id) == (root.span_id, root.trace_id)
+    for span, record, role in zip(children, steps, roles, strict=True):
+        assert span.trace_id == root.trace_id
+        if several and role:
+            branch = branches[span.parent]
+            assert branch.name == f"invoke_agent {role}"
+            assert branch.start <= span.start <= span.end <= branch.end
+        else:
+            assert span.parent == root.span_id
         begin = record.get("t", cursor)
         seconds = 0.0 if record["type"] == "route" else record["seconds"]
         cursor = max(cursor, begin + seconds)
         assert span.start == nanos(meta["started"], begin)
         assert span.end == nanos(meta["started"], begin + seconds)
         assert root.start <= span.start <= span.end <= root.end
-        assert not CONTENT_KEYS & span.attributes.keys() or content
         if record["type"] == "model":
             assert (span.name, span.kind) == (f"chat {record['model']}", "client")
             assert span.attributes["gen_ai.operation.name"] == "chat"
@@ -327,6 +362,10 @@ def assert_trace_follows(
             assert (span.name, span.kind) == ("route", "internal")
             assert span.attributes["agent_eval.route"] == record["route"]
             assert span.attributes["agent_eval.route.reason"] == record["reason"]
+    for branch in branches.values():
+        chats = [s for s in children if s.parent == branch.span_id and s.kind == "client"]
+        for name in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+            assert branch.attributes[name] == sum(s.attributes[name] for s in chats)
 
 
 @pytest.fixture

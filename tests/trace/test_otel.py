@@ -73,7 +73,7 @@ def test_minimal_attempt_times_and_attributes_exactly(
     assert (search.start, search.end) == (start + 750_000_000, start + 800_000_000)
     assert failed.attributes["error.type"] == "tool_error"
     assert failed.status == "error"
-    assert root.status == "unset"
+    assert root.status == "ok"
     assert root.attributes["gen_ai.conversation.id"] == "a1b2c3d4e5f6:r-gateway-port:r1"
     assert root.attributes["agent_eval.stop.reason"] == "finished"
     assert root.attributes["gen_ai.request.model"] == "local/chat"
@@ -95,7 +95,7 @@ def test_wrong_answer_is_a_zero_score_not_an_error(
     export(receiver, make_trajectory(attempt_cases["multi-agent"]()))
     spans = receiver.requests[0].spans
     root = next(s for s in spans if not s.parent)
-    assert root.status == "unset"
+    assert root.status == "ok"
     assert root.events[0][2] == {
         "gen_ai.evaluation.name": "verdict",
         "gen_ai.evaluation.score.value": 0.0,
@@ -108,27 +108,33 @@ def test_wrong_answer_is_a_zero_score_not_an_error(
     assert roles == ["router", "researcher", "answerer", "verifier"]
 
 
-def test_agent_error_marks_the_root_span_as_an_error(
+@pytest.mark.parametrize(
+    ("failure", "stop", "error", "message"),
+    [
+        ("agent_error", "agent_error", None, "agent_error: KeyError: 'x'"),
+        ("infra_error", "model_error", "model_error: timeout", "infra_error: model_error: timeout"),
+    ],
+)
+def test_an_error_marks_the_root_span_with_its_reason(
     receiver: Any,
     make_trajectory: Callable[..., Path],
     attempt_cases: dict[str, Callable[[], Records]],
+    failure: str,
+    stop: str,
+    error: str | None,
+    message: str,
 ) -> None:
     records = attempt_cases["minimal"]()[:2]
     records += [
-        {"type": "stop", "reason": "agent_error", "detail": "KeyError: 'x'"},
-        {
-            "type": "score",
-            "passed": False,
-            "failure_class": "agent_error",
-            "checks": {},
-            "seconds": 0.9,
-        },
-    ]
+        {"type": "stop", "reason": stop, "detail": "KeyError: 'x'"},
+        {"type": "score", "passed": False, "failure_class": failure, "checks": {},
+         "seconds": 0.9, "error": error},
+    ]  # fmt: skip
     export(receiver, make_trajectory(records))
     root = next(s for s in receiver.requests[0].spans if not s.parent)
-    assert root.status == "error"
-    assert root.attributes["error.type"] == "agent_error"
-    assert root.attributes["agent_eval.stop.reason"] == "agent_error"
+    assert (root.status, root.message) == ("error", message)
+    assert root.attributes["error.type"] == failure
+    assert root.attributes["agent_eval.stop.reason"] == stop
 
 
 def test_recorded_offsets_place_spans_when_present(

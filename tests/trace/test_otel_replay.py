@@ -71,9 +71,13 @@ def test_a_real_run_replays_as_traces_that_follow_its_trajectories(
         spans = request.spans
         trace_follows(records, spans)
         kinds = [r["type"] for r in records[1:-1]]
-        assert len(spans) == 1 + sum(k in ("model", "tool", "route") for k in kinds)
+        branches = [s.name for s in spans if s.parent and s.name.startswith("invoke_agent ")]
+        assert len(spans) == 1 + len(branches) + sum(k in ("model", "tool", "route") for k in kinds)
         if agent == "multi-agent":
             assert "route" in kinds
+            assert branches[:1] == ["invoke_agent router"]  # each role a branch of its own
+        else:
+            assert branches == []
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

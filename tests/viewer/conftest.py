@@ -81,7 +81,7 @@ def run_toy(folder: Path, mode: str, repeats: int = 3, **options: str) -> Path:
     out = folder / f"results-{mode}.json"
     config = RunConfig(
         agent=str(agent), tasks=str(folder / "suite.json"), repeats=repeats, model="m",
-        options={"mode": mode, **options}, out=out, trajectory_dir=folder / "trajectories",
+        options={"mode": mode, **options}, out=out, trajectory_dir=folder / f"trajectories-{mode}",
         labbook=folder / "labbook.jsonl", allow_empty_workspace=True,
     )  # fmt: skip
     execute(prepare(config))

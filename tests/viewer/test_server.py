@@ -83,9 +83,9 @@ def test_trajectories_outside_the_folders_given_are_refused(
     elif where == "traversal":
         row["trajectory_file"] = "../secret.jsonl"
     else:
-        link = folder / "trajectories" / "link-r1.jsonl"
+        link = folder / "trajectories-a" / "link-r1.jsonl"
         link.symlink_to(outside)
-        row["trajectory_file"] = "trajectories/link-r1.jsonl"
+        row["trajectory_file"] = "trajectories-a/link-r1.jsonl"
     results.write_text(json.dumps(document, indent=2))
     server = open_viewer([folder]).start()
     try:

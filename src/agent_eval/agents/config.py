@@ -196,3 +196,17 @@ class ClientPool:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+
+
+def warm_search(options: dict[str, Any]) -> None:
+    """Index the documents once, in build(): each attempt runs in a copy of the state
+    build() left, so it finds the index there instead of building its own."""
+    from agent_eval.tools.search_documents import load_index, workspace_index
+
+    try:
+        if options.get("index"):
+            load_index(Path(str(options["index"])))
+        elif options.get("workspace"):
+            workspace_index(Path(str(options["workspace"])))
+    except Exception:  # only an optimisation: a bad index is the search tool's to report
+        return

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.errors import AgentLoadError
-from agent_eval.records import AgentReply
+
+if TYPE_CHECKING:
+    from agent_eval.records import AgentReply
 
 MAX_ANSWER_CHARS = 100_000
 """Longer answers are an agent error: a dump, not an answer, and a hazard for every file."""
@@ -125,6 +125,12 @@ def coerce_reply(value: Any) -> AgentReply:
 
     Raises AgentMisbehaved with a one-line reason for anything outside the contract.
     """
+    # Imported here: a worker that only loads and runs the agent stays free of pydantic,
+    # which makes each copy of it cheaper (see run/agent_host.py).
+    from pydantic import ValidationError
+
+    from agent_eval.records import AgentReply
+
     if not isinstance(value, dict):
         raise AgentMisbehaved(f"run_task returned {type(value).__name__}, not a dict")
     missing = [key for key in ("answer", "steps", "tokens") if key not in value]

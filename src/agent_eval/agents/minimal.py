@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.agents import prompts
-from agent_eval.agents.config import AgentConfig, ClientPool
+from agent_eval.agents.config import AgentConfig, ClientPool, warm_search
 from agent_eval.agents.loop import tool_loop
 from agent_eval.agents.session import Session
 from agent_eval.tools import tool_specs
@@ -22,8 +22,10 @@ _clients = ClientPool()
 
 
 def build(options: dict[str, Any]) -> None:
-    """Open the connection to the model endpoint once, before the first task."""
+    """Open the connection to the model endpoint and index the documents, once, before
+    the first task."""
     _clients.warm(options)
+    warm_search(options)
 
 
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.agents import prompts
-from agent_eval.agents.config import AgentConfig, ClientPool
+from agent_eval.agents.config import AgentConfig, ClientPool, warm_search
 from agent_eval.agents.loop import LoopResult, tool_loop
 from agent_eval.agents.session import Session
 from agent_eval.models.actions import find_json_object, is_whole_object, json_schema_format
@@ -48,8 +48,10 @@ _VERDICT_SCHEMA = {
 
 
 def build(options: dict[str, Any]) -> None:
-    """Open the connection to the model endpoint once, before the first task."""
+    """Open the connection to the model endpoint and index the documents, once, before
+    the first task."""
     _clients.warm(options)
+    warm_search(options)
 
 
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from agent_eval.errors import ConfigError, ModelEndpointError
 from agent_eval.models.client import ChatClient, ChatReply
 from agent_eval.score.cost import attempt_cost
 from agent_eval.tools import Observation, ToolContext, run_tool
+from agent_eval.trace.messages import from_openai
 
 RECORD_CHARS = 2000
 """How much model content or tool result a trajectory record keeps."""
@@ -53,6 +54,8 @@ class Session:
         self.instructions: dict[str, None] = dict.fromkeys((prompts.FINAL_TURN, prompts.BAD_ACTION))
         """Every instruction text sent to a model, so an answer that copies them is caught."""
         self._started = time.monotonic()
+        self._sent: dict[str, list[dict[str, Any]]] = {}
+        """The messages each role sent last, so a record keeps only what is new."""
 
     @property
     def tokens(self) -> int:
@@ -115,7 +118,7 @@ class Session:
             seed=self.config.seed,
         )
         names = requested(reply) if requested else [c.name for c in reply.tool_calls]
-        self._record(role, reply, names)
+        self._record(role, messages, reply, names)
         if reply.finish_reason == "length" and not (complete is not None and complete(reply)):
             raise self._cut(role, reply)
         return reply
@@ -142,7 +145,7 @@ class Session:
             max_tokens=self.config.reply_cap(role),
             seed=self.config.seed,
         )
-        self._record(role, reply, [])
+        self._record(role, [{"role": "user", "content": prompt}], reply, [])
         if reply.finish_reason == "length":
             raise self._cut(role, reply)
         return reply
@@ -156,12 +159,16 @@ class Session:
             "model that keeps to shorter replies",
         )
 
-    def _record(self, role: str, reply: ChatReply, names: list[str]) -> None:
+    def _record(
+        self, role: str, messages: list[dict[str, Any]], reply: ChatReply, names: list[str]
+    ) -> None:
         used = reply.prompt_tokens + reply.completion_tokens
         self.steps += 1
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.roles[role] = self.roles.get(role, 0) + used
+        kept = _shared_prefix(self._sent.get(role, []), messages)
+        self._sent[role] = list(messages)
         self.trajectory.append(
             {
                 "type": "model",
@@ -172,6 +179,10 @@ class Session:
                 "completion_tokens": reply.completion_tokens,
                 "seconds": round(reply.seconds, 3),
                 "content": (reply.content or "")[:RECORD_CHARS],
+                "finish_reason": reply.finish_reason,
+                # the role's messages after the first `input_from` it sent last time
+                "input_from": kept,
+                "input": from_openai(messages[kept:], RECORD_CHARS),
             }
         )
 
@@ -246,3 +257,13 @@ class Session:
         if infra is not None:
             result["infra_error"] = infra
         return result
+
+
+def _shared_prefix(before: list[dict[str, Any]], now: list[dict[str, Any]]) -> int:
+    """How many leading messages ``now`` shares with ``before``."""
+    count = 0
+    for old, new in zip(before, now, strict=False):
+        if old != new:
+            break
+        count += 1
+    return count

@@ -193,8 +193,18 @@ def history(labbook: str, fmt: str, max_test_looks: int) -> int:
 @click.option(
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
+@click.option(
+    "--phoenix-annotations",
+    metavar="URL",
+    help="Also post each attempt's verdict and checks as span annotations to this Phoenix "
+    "server (http://127.0.0.1:6006); the headers go with them. Re-sending updates them.",
+)
 def export_otel(
-    results: str, otlp_endpoint: str, headers: tuple[str, ...], otlp_content: bool
+    results: str,
+    otlp_endpoint: str,
+    headers: tuple[str, ...],
+    otlp_content: bool,
+    phoenix_annotations: str | None,
 ) -> int:
     """Send every attempt of a saved run to an OTLP trace store, at its recorded times."""
     from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
@@ -203,14 +213,26 @@ def export_otel(
         **parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
         **parse_header_items(headers),
     }
+    from agent_eval.trace.phoenix import annotations_url, post_annotations
+
+    target = annotations_url(phoenix_annotations) if phoenix_annotations else None
     with OtlpExporter(otlp_endpoint, sent_headers, content=otlp_content) as exporter:
         summary = exporter.export_results(Path(results))
     for problem in summary.problems:
         click.echo(f"Warning: {problem}", err=True)
     click.echo(f"{summary.sent} of {summary.attempts} attempts sent to {exporter.shown_url}")
+    code = EXIT_OK
     if summary.sent < summary.attempts:
         why = f": {summary.warning}" if summary.warning else ""
         missed = summary.attempts - summary.sent
         click.echo(f"Error: {missed} of {summary.attempts} attempts not sent{why}", err=True)
-        return EXIT_INPUT
-    return EXIT_OK
+        code = EXIT_INPUT
+    if phoenix_annotations:
+        posted = post_annotations(phoenix_annotations, summary.plans, sent_headers)
+        if posted.error:
+            click.echo(f"Error: annotations not sent: {posted.error}", err=True)
+            return EXIT_INPUT
+        click.echo(
+            f"{posted.annotations} annotations on {posted.attempts} attempts sent to {target}"
+        )
+    return code

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from agent_eval.cli.common import (
 )
 from agent_eval.cli.view import view_command
 from agent_eval.errors import SuiteError
+
+if TYPE_CHECKING:
+    from agent_eval.run.config import RunConfig
 
 
 @click.command()
@@ -145,6 +148,15 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     help="Attempts run side by side, each in its own worker process.",
 )
 @click.option(
+    "--isolation",
+    type=click.Choice(["attempt", "worker"]),  # run.config.ISOLATIONS, not imported at start-up
+    default="attempt",
+    show_default=True,
+    help="attempt: every attempt starts from the agent's state right after build(), so no "
+    "attempt sees another's memory. worker: a worker's attempts run in turn in one process "
+    "and its state carries over, as in the course harness.",
+)
+@click.option(
     "--max-infra-retries",
     default=2,
     show_default=True,
@@ -157,6 +169,17 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     help="Hard time budget per attempt in seconds (a task's max_seconds wins).",
 )
 @click.option("--max-memory-mb", type=int, help="Memory limit of each worker process.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where attempts run: worker processes here, or a Ray cluster (the ray extra).",
+)
+@click.option(
+    "--ray-address",
+    help="The Ray cluster: auto, HOST:PORT or ray://HOST:10001 (default: a local instance).",
+)
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")
 @click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
@@ -182,10 +205,61 @@ def run(**flags: Any) -> int:
         id_width,
         summary_block,
     )
-    from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.runner import execute, prepare
 
-    config = RunConfig(
+    config = run_config(flags)
+    if config.resume is not None and config.out is None and config.resume.suffix == ".json":
+        config = replace(config, out=config.resume)
+    prepared = prepare(config)
+    config = record_held_out(prepared)  # prepared.config, the default --out filled in
+    exporter = otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
+    run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
+    base = config.out.resolve().parent if config.out is not None else Path.cwd()
+    click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
+    click.echo(prepared.workspace_note, err=True)
+    width = id_width([task.id for task in prepared.tasks])
+    with progress_bar(prepared.attempts, "attempts") as bar:
+
+        def on_attempt(row: Any) -> None:
+            click.echo(attempt_line(row, width))
+            if flags["verbose"]:
+                for line in attempt_detail(row):
+                    click.echo(line)
+            if exporter is not None and row.trajectory_file:
+                exporter.export_trajectory(base / row.trajectory_file, run_info)
+            if bar is not None:
+                bar[0].advance(bar[1])
+
+        try:
+            report = execute(
+                prepared, on_attempt, lambda message: click.echo(f"Note: {message}", err=True)
+            )
+        finally:
+            if exporter is not None:
+                exporter.shutdown()
+    if report.resumed:
+        click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
+    click.echo("")
+    for line in summary_block(report.summary.model_dump(), config.prices.as_dict()):
+        click.echo(line)
+    if config.out is not None:
+        click.echo(f"results written to {config.out}", err=True)
+    if "test" in prepared.splits and config.labbook is not None and not report.interrupted:
+        suite = prepared.loaded.suite
+        warn_test_looks(config.labbook, flags["max_test_looks"], (suite.name, suite.version))
+    seen = config.out if config.out is not None else config.trajectory_dir
+    click.echo(f"to see each attempt: {view_command([seen])}", err=True)
+    if report.interrupted:
+        click.echo("Error: interrupted; the attempts that finished were written", err=True)
+        return EXIT_INTERRUPTED
+    return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+def run_config(flags: dict[str, Any]) -> RunConfig:
+    """The RunConfig that `run`'s flags describe (also each side of a duel)."""
+    from agent_eval.run.config import Prices, RunConfig, parse_options
+
+    return RunConfig(
         agent=flags["agent"],
         tasks=flags["tasks"],
         only=tuple(flags["only"]),
@@ -222,50 +296,10 @@ def run(**flags: Any) -> int:
         shuffle=flags["shuffle"],
         max_cost_per_task=flags["max_cost_per_task"],
         split=flags["split"],
+        isolation=flags["isolation"],
+        executor=flags["executor"],
+        ray_address=flags["ray_address"],
     )
-    if config.resume is not None and config.out is None and config.resume.suffix == ".json":
-        config = replace(config, out=config.resume)
-    prepared = prepare(config)
-    config = record_held_out(prepared)  # prepared.config, the default --out filled in
-    exporter = _otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
-    run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
-    base = config.out.resolve().parent if config.out is not None else Path.cwd()
-    click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
-    click.echo(prepared.workspace_note, err=True)
-    width = id_width([task.id for task in prepared.tasks])
-    with progress_bar(prepared.attempts, "attempts") as bar:
-
-        def on_attempt(row: Any) -> None:
-            click.echo(attempt_line(row, width))
-            if flags["verbose"]:
-                for line in attempt_detail(row):
-                    click.echo(line)
-            if exporter is not None and row.trajectory_file:
-                exporter.export_trajectory(base / row.trajectory_file, run_info)
-            if bar is not None:
-                bar[0].advance(bar[1])
-
-        try:
-            report = execute(prepared, on_attempt)
-        finally:
-            if exporter is not None:
-                exporter.shutdown()
-    if report.resumed:
-        click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
-    click.echo("")
-    for line in summary_block(report.summary.model_dump(), config.prices.as_dict()):
-        click.echo(line)
-    if config.out is not None:
-        click.echo(f"results written to {config.out}", err=True)
-    if "test" in prepared.splits and config.labbook is not None and not report.interrupted:
-        suite = prepared.loaded.suite
-        warn_test_looks(config.labbook, flags["max_test_looks"], (suite.name, suite.version))
-    seen = config.out if config.out is not None else config.trajectory_dir
-    click.echo(f"to see each attempt: {view_command([seen])}", err=True)
-    if report.interrupted:
-        click.echo("Error: interrupted; the attempts that finished were written", err=True)
-        return EXIT_INTERRUPTED
-    return EXIT_OK if report.all_passed else EXIT_FAILED
 
 
 def record_held_out(prepared: Any) -> Any:
@@ -295,7 +329,7 @@ def warn_test_looks(labbook: Path, max_looks: int, suite: tuple[str, str]) -> No
         click.echo(f"Warning: {warning}", err=True)
 
 
-def _otlp_exporter(flags: dict[str, Any]) -> Any:
+def otlp_exporter(flags: dict[str, Any]) -> Any:
     """The trace exporter `run --otlp-endpoint` asks for, or None."""
     if not flags["otlp_endpoint"]:
         return None

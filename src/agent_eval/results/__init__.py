@@ -16,9 +16,11 @@ from agent_eval.results.journal import (
     JOURNAL_SUFFIX,
     Journal,
     Order,
+    finished_run_header,
     journal_path_for,
     read_header,
     read_journal,
+    reopen_journal,
 )
 from agent_eval.results.labbook import Labbook, read_labbook
 from agent_eval.results.read import iter_rows, load_results, read_head
@@ -58,6 +60,7 @@ __all__ = [
     "append_labbook",
     "atomic_file",
     "describe_failure",
+    "finished_run_header",
     "iter_rows",
     "journal_path_for",
     "load_results",
@@ -65,6 +68,7 @@ __all__ = [
     "read_header",
     "read_journal",
     "read_labbook",
+    "reopen_journal",
     "row_json",
     "tally",
     "write_results",

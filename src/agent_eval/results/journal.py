@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from agent_eval.errors import ResultsError
 from agent_eval.records import RESULTS_SCHEMA
 from agent_eval.results.legacy import upgrade_row
+from agent_eval.results.read import iter_rows, read_head
 from agent_eval.results.records import AttemptResult
 from agent_eval.results.write import atomic_file, row_json
 
@@ -182,6 +183,40 @@ def read_journal(
                 continue
             rows[(row.id, row.attempt)] = row
     return header, list(rows.values())
+
+
+def finished_run_header(results: Path) -> dict[str, Any]:
+    """The journal header a finished run was started with, from its results file, for
+    adding repeats to it; its wall time so far rides along. ResultsError when the file
+    does not say which run it is (a course-harness file)."""
+    run = read_head(results).run
+    if not (run.run_id and run.started_at and run.suite_hash):
+        raise ResultsError(
+            f"--resume {results}: the file names no run id, start or suite hash, so no "
+            f"repeats can be added to it; start a new run instead"
+        )
+    return {
+        "run_id": run.run_id,
+        "started": run.started_at,
+        "suite_hash": run.suite_hash,
+        "agent": run.agent_entry_point,
+        "model": run.model,
+        "repeats": run.repeats,
+        "wall_seconds": run.wall_seconds or 0.0,
+        **({"isolation": run.isolation} if run.isolation else {}),
+    }
+
+
+def reopen_journal(results: Path, header: dict[str, Any]) -> Path:
+    """Write the journal of a finished run again, its header then every row of its results
+    file, so that the run continues as if it had been interrupted; atomically."""
+    path = journal_path_for(results)
+    with atomic_file(path) as new:
+        first = {"journal": {"schema": RESULTS_SCHEMA, **header}}
+        new.write(json.dumps(first, ensure_ascii=False).encode("utf-8") + b"\n")
+        for row in iter_rows(results):
+            new.write(row_json(row).encode("utf-8") + b"\n")
+    return path
 
 
 def read_header(path: Path) -> dict[str, Any]:

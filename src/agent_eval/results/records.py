@@ -7,7 +7,7 @@ script written for its files reads ours; agent-eval's own keys follow them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -274,6 +274,9 @@ class RunHead(Record):
     """The agent-eval version that ran it."""
     concurrency: int | None = None
     """Attempts run side by side."""
+    isolation: Literal["attempt", "worker"] | None = None
+    """attempt: each attempt started from the agent's state right after build(); worker:
+    a worker's attempts shared its process. None in files from before the choice."""
     limits: Limits | None = None
     """The harness's limits."""
     seed: int | None = None

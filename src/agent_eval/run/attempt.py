@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
 from agent_eval.results import AttemptResult
 from agent_eval.run.secrets import Redactor
-from agent_eval.run.worker import Worker
+from agent_eval.run.worker import Outcome
 from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
 from agent_eval.score.citations import judge_citations, read_cited
@@ -82,7 +82,13 @@ class Scored:
             write_new_file(folder, stem + ".diff", self.diff)
 
 
-def run_attempt(plan: AttemptPlan, worker: Worker, task: Task, attempt: int) -> Scored:
+class RunsAgent(Protocol):
+    """What runs the agent for one attempt: a worker process, or a stand-in for one lost."""
+
+    def run(self, task: str, options: dict[str, Any], timeout: float | None) -> Outcome: ...
+
+
+def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) -> Scored:
     """Run and score one try of one attempt."""
     budget = task.max_seconds or plan.timeout_per_task
     with fresh_workspace(plan.source) as workspace:
@@ -168,6 +174,7 @@ def _score_line(
     return {
         "passed": checks.passed,
         "failure_class": failure,
+        "answer": reply.answer,
         "checks": checks.model_dump(mode="json"),
         "steps": reply.steps,
         "tokens": reply.tokens,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
@@ -11,6 +12,12 @@ from agent_eval.results import journal_path_for
 DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 """The course gateway's address, where `agent-eval serve-model` also listens."""
 DEFAULT_MODEL = "local/chat"
+Isolation = Literal["attempt", "worker"]
+"""attempt: each attempt starts from the state build() left; worker: a worker's attempts
+share its process, and state carries over (the course harness's behaviour)."""
+ISOLATIONS: tuple[Isolation, ...] = ("attempt", "worker")
+EXECUTORS = ("local", "ray")
+"""Where attempts run: worker processes on this machine, or a Ray cluster."""
 
 
 PRICE_FLAGS = {
@@ -105,10 +112,18 @@ class RunConfig:
     """Keep only the tasks of this split (dev or test)."""
     max_cost_per_task: float | None = None
     """Cost budget of one attempt at the user's prices; past it the attempt is over_budget."""
+    isolation: Isolation = "attempt"
+    """What an attempt may see of earlier ones: nothing (attempt), or its worker's state."""
+    executor: str = "local"
+    """Where attempts run: `local` worker processes or a `ray` cluster."""
+    ray_address: str | None = None
+    """The Ray cluster (`auto`, `HOST:PORT`, `ray://HOST:10001`); None starts a local one."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
             raise ConfigError(f"--repeats {self.repeats}: give 1 or more")
+        if self.isolation not in ISOLATIONS:
+            raise ConfigError(f"--isolation {self.isolation}: give attempt or worker")
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency {self.concurrency}: give 1 or more")
         if self.max_infra_retries < 0:
@@ -122,6 +137,10 @@ class RunConfig:
                 f"--resume {self.resume}: no such results file, and no journal "
                 f"{journal_path_for(self.resume).name} next to it"
             )
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"--executor {self.executor}: choose {' or '.join(EXECUTORS)}")
+        if self.ray_address is not None and self.executor != "ray":
+            raise ConfigError(f"--ray-address {self.ray_address}: add --executor ray")
         if self.timeout_per_task is not None and self.timeout_per_task <= 0:
             raise ConfigError(f"--timeout-per-task {self.timeout_per_task}: give seconds > 0")
         if self.max_cost_per_task is not None:

@@ -6,11 +6,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_eval.run.config import Isolation
 from agent_eval.run.worker import Worker
 from agent_eval.run.zygote import Zygote
 
 PRELOAD = [
-    "agent_eval.run.worker",
+    "agent_eval.run.agent_host",
     "agent_eval.tools",
     "agent_eval.models.client",
     "encodings.idna",  # imported late by the first request to a host name
@@ -37,11 +38,31 @@ class Dispatch:
     """N worker processes, one dispatcher thread each, sharing one queue of attempts."""
 
     def __init__(
-        self, spec: str, options: dict[str, Any], concurrency: int, memory_mb: int | None
+        self,
+        spec: str,
+        options: dict[str, Any],
+        concurrency: int,
+        memory_mb: int | None,
+        isolation: Isolation = "attempt",
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self._spec, self._options, self._memory = spec, options, memory_mb
-        self._concurrency = concurrency
+        self._concurrency, self._isolation = concurrency, isolation
+        self._notice = notice
+        self._noted = threading.Lock()
         self.warnings: list[str] = []
+
+    def _fallback(self, hazard: str) -> None:
+        """Say once, however many workers find it, that attempts get fresh workers."""
+        if not self._noted.acquire(blocking=False):
+            return
+        message = (
+            f"isolation: agent {self._spec} leaves {hazard} running after build(), which a "
+            f"copy of it would lack, so each attempt gets a fresh worker and its own build()"
+        )
+        self.warnings.append(message)
+        if self._notice is not None:
+            self._notice(message)
 
     def run(
         self,
@@ -68,7 +89,7 @@ class Dispatch:
         record: Callable[[int, Any], None],
     ) -> bool:
         workers = [
-            Worker(zygote, self._spec, self._options, self._memory)
+            Worker(zygote, self._spec, self._options, self._memory, self._isolation, self._fallback)
             for _ in range(max(1, min(self._concurrency, len(pending))))
         ]
         try:
@@ -90,6 +111,7 @@ class Dispatch:
                     if job is None:
                         return
                     index, key = job
+                    worker.ready()  # a worker's start is not part of an attempt's time
                     row = attempt(worker, key, stop)
                     if killed.is_set():
                         return  # killed mid-attempt: not finished, so not recorded

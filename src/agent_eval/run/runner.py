@@ -1,9 +1,10 @@
 """Run every selected task of a suite, with repeats, side by side, and lose nothing.
 
-Attempts run in worker processes (run/worker.py), each finished attempt is journaled
-the moment it ends (results/journal.py), and outputs come out in task order whatever the
-completion order. Ctrl-C stops taking new attempts and lets running ones finish; a
-second Ctrl-C kills them. Either way the journal and partial results are written.
+Attempts run in worker processes, on this machine or on a Ray cluster (run/executor.py
+is the seam); each finished attempt is journaled the moment it ends (results/journal.py),
+and outputs come out in task order whatever the completion order. Ctrl-C stops taking
+new attempts and lets running ones finish; a second Ctrl-C kills them. Either way the
+journal and partial results are written.
 """
 
 from __future__ import annotations
@@ -40,19 +41,20 @@ from agent_eval.results import (
     Tally,
     TaskSummary,
     append_labbook,
+    finished_run_header,
     iter_rows,
     journal_path_for,
     read_header,
+    reopen_journal,
     row_json,
     write_results,
 )
-from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
+from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.config import RunConfig
+from agent_eval.run.executor import Slot, executor_class, make_executor
 from agent_eval.run.outputs import BackgroundWriter, InOrder
-from agent_eval.run.pool import Dispatch
 from agent_eval.run.secrets import Redactor, public_options
-from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import workspace_source
 from agent_eval.suite import LoadedSuite, load_suite
 from agent_eval.trace.trajectory import safe_part
@@ -74,6 +76,10 @@ class PreparedRun:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     journal_path: Path | None = None
+    reopen: Path | None = None
+    """A finished run's results file that gets more repeats: its journal is written again."""
+    earlier_wall: float = 0.0
+    """Wall seconds of the run's earlier invocations, when they are known."""
 
     @cached_property
     def order(self) -> Order:
@@ -134,6 +140,7 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"that split (splits declared: {', '.join(splits)})"
             )
     agent = load_agent(config.agent)
+    executor_class(config.executor)  # a missing extra fails here, before anything runs
     source, note = workspace_source(loaded, config.workspace, config.allow_empty_workspace)
     prepared = PreparedRun(config, loaded, tasks, agent, source, note)
     if config.out is None and config.resume is None and config.results_dir is not None:
@@ -167,18 +174,27 @@ def _default_out(prepared: PreparedRun, folder: Path) -> Path:
 def _adopt(prepared: PreparedRun, resume: Path) -> None:
     """Continue the run recorded in ``resume`` (a results file or its journal)."""
     journal = resume if resume.name.endswith(JOURNAL_SUFFIX) else journal_path_for(resume)
-    if not journal.exists():
-        raise ResultsError(
-            f"--resume {resume}: no journal {journal.name} next to it; that run finished, "
-            f"so there is nothing to resume"
-        )
-    header = read_header(journal)
+    if journal.exists():
+        header = read_header(journal)
+    else:  # a finished run: more repeats continue it
+        header = finished_run_header(resume)
+        if prepared.config.repeats <= (header["repeats"] or 1):
+            raise ResultsError(
+                f"--resume {resume}: no journal {journal.name} next to it; that run finished "
+                f"its {header['repeats']} repeat(s), so there is nothing to resume; add "
+                f"repeats with --repeats N above {header['repeats']}"
+            )
+        prepared.reopen = resume
     if header.get("suite_hash") != prepared.loaded.hash:
         raise ConfigError(
             f"--resume {resume}: the suite changed since that run ({header.get('suite_hash')} "
             f"-> {prepared.loaded.hash}); start a new run instead"
         )
-    for key, mine in (("agent", prepared.config.agent), ("model", prepared.config.model)):
+    config = prepared.config
+    same = [("agent", config.agent), ("model", config.model)]
+    if "isolation" in header:  # journals from before --isolation do not say
+        same.append(("isolation", config.isolation))
+    for key, mine in same:
         if header.get(key) != mine:
             raise ConfigError(
                 f"--resume {resume}: that run used --{key} {header.get(key)}; give the same"
@@ -186,6 +202,7 @@ def _adopt(prepared: PreparedRun, resume: Path) -> None:
     prepared.run_id = str(header["run_id"])
     prepared.started = datetime.fromisoformat(str(header["started"]))
     prepared.journal_path = journal
+    prepared.earlier_wall = float(header.get("wall_seconds") or 0.0)
 
 
 def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...]) -> list[Task]:
@@ -202,13 +219,24 @@ def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...])
     return [t for t in tasks if (not only or t.category in only) and (not ids or t.id in ids)]
 
 
-def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunReport:
-    """Run every attempt not already journaled, then write the results and labbook."""
+def execute(
+    prepared: PreparedRun,
+    on_attempt: OnAttempt | None = None,
+    on_notice: Callable[[str], None] | None = None,
+) -> RunReport:
+    """Run every attempt not already journaled, then write the results and labbook.
+
+    ``on_notice`` hears, once, anything the user should know about how the run goes,
+    such as attempts each getting a fresh worker because the agent cannot be copied.
+    """
     config = prepared.config
     redact = Redactor.for_run(config.api_key, config.options)
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
+    if prepared.reopen is not None:
+        reopen_journal(prepared.reopen, _journal_header(prepared))
+        prepared.reopen = None
     journal = Journal(prepared.journal_path, _journal_header(prepared), order)
     # A journaled attempt counts as finished unless its endpoint failed: those run again.
     finished = {order.position((row.id, row.attempt))
@@ -222,9 +250,9 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
     plan = _plan(prepared, redact)
     clock = time.perf_counter()
 
-    def attempt(worker: Worker, position: int, stop: threading.Event) -> Scored:
+    def attempt(slot: Slot, position: int, stop: threading.Event) -> Scored:
         task_id, number = order.key(position)
-        return _with_retries(plan, config, worker, by_id[task_id], number, stop)
+        return _with_retries(config, slot, by_id[task_id], number, stop)
 
     def keep(index: int, scored: Scored) -> None:
         """Trajectory file, then journal line, then the caller: each step can rely on
@@ -235,11 +263,10 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
 
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
-    dispatch = Dispatch(config.agent, _base_options(prepared), config.concurrency,
-                        config.max_memory_mb)  # fmt: skip
+    executor = make_executor(prepared, plan, on_notice)
     try:
         try:
-            interrupted = dispatch.run(
+            interrupted = executor.run(
                 pending, attempt, lambda index, scored: writer.submit(partial(keep, index, scored))
             )
         finally:
@@ -258,7 +285,7 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
             wall = time.perf_counter() - clock
             summary = tally.summary()
             head = results_head(prepared, summary, tally.per_task(), wall, interrupted,
-                                dispatch.warnings)  # fmt: skip
+                                executor.warnings)  # fmt: skip
             rows_in, written = prepared.journal_path, 0
             if config.out is not None:
                 written = write_results(config.out, head, journal.lines(), redact)
@@ -273,9 +300,8 @@ def execute(prepared: PreparedRun, on_attempt: OnAttempt | None = None) -> RunRe
 
 
 def _with_retries(
-    plan: AttemptPlan,
     config: RunConfig,
-    worker: Worker,
+    slot: Slot,
     task: Task,
     number: int,
     stop: threading.Event,
@@ -283,7 +309,7 @@ def _with_retries(
     """One attempt, tried again after an endpoint failure up to --max-infra-retries, with
     backoff that honours Retry-After; a failed try's files are kept under `.tryN`."""
     for try_number in range(config.max_infra_retries + 1):
-        scored = run_attempt(plan, worker, task, number)
+        scored = slot.run_try(task, number)
         if scored.row.failure_class != "infra_error" or try_number == config.max_infra_retries:
             break
         scored.save(config.trajectory_dir, tag=f".try{try_number + 1}")
@@ -346,6 +372,8 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
         "suite_hash": prepared.loaded.hash,
         "agent": config.agent,
         "model": config.model,
+        "isolation": config.isolation,
+        "wall_seconds": prepared.earlier_wall,
     }
 
 
@@ -380,13 +408,14 @@ def results_head(
         repeats=config.repeats,
         host=platform.node(),
         date=prepared.started.date().isoformat(),
-        wall_seconds=round(wall, 3),
+        wall_seconds=round(wall + prepared.earlier_wall, 3),
         notes=config.notes,
         summary=summary,
         started_at=prepared.started.isoformat(),
         suite_hash=loaded.hash,
         harness_version=__version__,
         concurrency=config.concurrency,
+        isolation=config.isolation,
         limits=Limits(
             timeout_per_task=config.timeout_per_task,
             max_memory_mb=config.max_memory_mb,

@@ -1,36 +1,48 @@
 """Attempts run in worker processes, so an agent that hangs, exits or crashes costs
 one attempt, never the run.
 
-A worker, forked from a warmed-up zygote (run/zygote.py), imports the agent, calls
-build() once, then answers one attempt at a time over a socket. The parent waits with
-the attempt's time budget: past it, or when the worker dies, the parent kills it,
-records why, and starts a fresh worker for the next attempt.
+A worker, forked from a warmed-up zygote (run/zygote.py), imports the agent and calls
+build() once (run/agent_host.py). With isolation ``attempt`` it then runs each attempt
+in a fork of itself, a fresh copy of the built state; with ``worker`` it runs them in
+turn in its own process, and state carries over. The parent waits with the attempt's
+time budget: past it, or when the process running the attempt dies, the parent kills
+that process and records why. A lost copy costs nothing; a lost worker is started
+afresh, with its own build(), for the next attempt.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import signal
 import threading
+import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from agent_eval.agents.entry import AgentMisbehaved, coerce_reply, load_agent
-from agent_eval.agents.outage import describe as describe_outage
-from agent_eval.agents.outage import find_outage
+from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
+from agent_eval.records import AgentReply
+from agent_eval.run.agent_host import exit_reason
+from agent_eval.run.config import Isolation
 from agent_eval.run.zygote import Zygote
+
+HOST_GRACE = 5.0
+"""How long a worker may take to report an attempt's copy killed before it is killed too."""
+CLOSE_WAIT = 30.0
+"""How long an agent's close() may take before its worker is killed."""
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What one attempt produced, from the parent's side of the pipe."""
 
-    reply: dict[str, Any] | None
-    """The validated reply (AgentReply fields), or None when the attempt failed."""
+    reply: AgentReply | None
+    """The validated reply, or None when the attempt failed."""
     error: str | None = None
     """Why there is no reply, in one line."""
     failure: str | None = None
@@ -39,78 +51,36 @@ class Outcome:
     """The agent's account of a model endpoint failure, for retries."""
 
 
-def main(fd: int) -> None:
-    """Worker process entry: read the agent spec from the parent, then serve attempts."""
-    conn = Connection(fd)
-    spec, options, memory_mb = conn.recv()
-    _serve(conn, spec, options, memory_mb)
-
-
-def _serve(conn: Connection, spec: str, options: dict[str, Any], memory_mb: int | None) -> None:
-    """The worker's main loop: build once, then run attempts until told to close."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    if memory_mb is not None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        agent = load_agent(spec)
-        if agent.build is not None:
-            agent.build(options)
-    except AgentLoadError as exc:
-        conn.send(("failed", str(exc)))
-        return
-    except Exception as exc:
-        conn.send(("failed", f"agent {spec}: build() failed: {exc!r}"))
-        return
-    conn.send(("ready", agent.scaffold))
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            break
-        if message[0] == "close":
-            if agent.close is not None:
-                try:
-                    agent.close()
-                except Exception as exc:
-                    conn.send(("closed", f"agent close() failed: {exc!r}"))
-                    return
-            conn.send(("closed", None))
-            return
-        conn.send(_attempt(agent.run_task, message[1], message[2], memory_mb))
-
-
-def _attempt(
-    run_task: Any, task: str, options: dict[str, Any], memory_mb: int | None
-) -> tuple[str, Any, Any]:
-    try:
-        raw = run_task(task, options)
-        infra = raw.get("infra_error") if isinstance(raw, dict) else None
-        return ("reply", coerce_reply(raw).model_dump(mode="json"), infra)
-    except MemoryError:
-        return ("over_budget", f"memory over --max-memory-mb {memory_mb}", None)
-    except AgentMisbehaved as exc:
-        return ("agent_error", str(exc), None)
-    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours...
-        outage = find_outage(exc)
-        if outage is not None:  # ...unless its HTTP client says the endpoint failed
-            return ("infra_error", describe_outage(exc, outage), outage.as_infra())
-        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", None)
-
-
 class Worker:
     """The parent's handle on one worker process; restarts it after a fault."""
 
     def __init__(
-        self, zygote: Zygote, spec: str, options: dict[str, Any], memory_mb: int | None
+        self,
+        zygote: Zygote,
+        spec: str,
+        options: dict[str, Any],
+        memory_mb: int | None,
+        isolation: Isolation = "attempt",
+        on_fallback: Callable[[str], None] | None = None,
     ) -> None:
         self._zygote = zygote
-        self._args = (spec, options, memory_mb)
+        self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields))
+        self._isolation = isolation
+        self._on_fallback = on_fallback
         self._pid: int | None = None
         self._conn: Connection | None = None
+        self._copy: int | None = None
+        """The process running the current attempt when the worker forks one per attempt."""
         self._lock = threading.Lock()
         """The dispatcher thread and a second Ctrl-C can both end the process at once:
         whoever takes the pid first reaps it, and only once."""
+        self._spares: deque[tuple[int, Connection]] = deque()
+        """Copies the worker made ready, by pid, with the connection to each."""
+        self._ended: dict[int, int] = {}
+        """Exit codes of copies that ended without replying, by pid."""
+        self._forks = False
+        self._spent = False
+        """The built state has served an attempt and must not serve another (fallback)."""
         self._closing = False
         self.close_warning: str | None = None
 
@@ -119,41 +89,128 @@ class Worker:
         pid, conn = self._zygote.fork()
         with self._lock:
             self._pid, self._conn = pid, conn
+        self._closing = self._spent = False
         try:
             conn.send(self._args)
-            status, detail = conn.recv()
+            status, *detail = conn.recv()
         except (EOFError, OSError):
-            status, detail = "failed", f"agent {self._args[0]}: {self._death()}"
+            status, detail = "failed", [f"agent {self._args[0]}: {self._death()}"]
         if status != "ready":
             self.kill()
-            raise AgentLoadError(detail)
+            raise AgentLoadError(detail[0])
+        hazard = detail[1]  # why attempts cannot run in copies of this worker, if they cannot
+        self._forks = self._isolation == "attempt" and hazard is None
+        if hazard is not None and self._on_fallback is not None:
+            self._on_fallback(hazard)
+
+    def ready(self) -> None:
+        """Have a built worker waiting for the next attempt. When attempts cannot run in
+        copies of it, that is a fresh worker each time: the last one is closed first."""
+        if self._conn is not None and self._spent:
+            self.close()
+        if self._conn is None:
+            self.start()
 
     def run(self, task: str, options: dict[str, Any], timeout: float | None) -> Outcome:
         """One attempt, bounded by ``timeout`` seconds even if the agent never returns."""
-        if self._conn is None:
-            self.start()
+        self.ready()
         conn = self._conn
         if conn is None:
             raise RuntimeError("worker did not start")  # start() raises before this
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._spent = self._isolation == "attempt" and not self._forks
+        if self._forks:
+            return self._run_in_copy(conn, task, options, timeout, deadline)
         try:
             conn.send(("run", task, options))
-            if not conn.poll(timeout):
-                self.kill()
-                return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
-            message = conn.recv()
+            message = _next(conn, deadline)
         except (EOFError, OSError):
             reason = self._death()
             self.kill()
             return Outcome(None, reason, "agent_error")
+        if message is None:
+            self.kill()
+            return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
+        if isinstance(message, tuple) and message[:1] == ("over_budget",):
+            self.kill()  # after a MemoryError the process is not worth trusting
+        return self._outcome(message)
+
+    def _run_in_copy(
+        self,
+        conn: Connection,
+        task: str,
+        options: dict[str, Any],
+        timeout: float | None,
+        deadline: float | None,
+    ) -> Outcome:
+        """The attempt in the copy of the built worker that is ready for it."""
+        try:
+            pid, copy = self._take_copy(conn)
+        except (EOFError, OSError):
+            reason = self._death()
+            self.kill()
+            return Outcome(None, reason, "agent_error")
+        with self._lock:
+            self._copy = pid
+        try:
+            copy.send(("run", task, options))
+            message = _next(copy, deadline)
+        except (EOFError, OSError):
+            copy.close()
+            return Outcome(None, exit_reason(self._copy_ended(conn, pid)), "agent_error")
+        if message is None:
+            _kill_group(pid)
+            copy.close()
+            self._copy_ended(conn, pid)
+            return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
+        with self._lock:
+            self._copy = None
+        copy.close()
+        return self._outcome(message)
+
+    def _outcome(self, message: Any) -> Outcome:
         if not (isinstance(message, tuple) and len(message) == 3):
             self.kill()
             return Outcome(None, f"worker sent {message!r} instead of a reply", "agent_error")
         kind, value, infra = message
-        if kind == "reply":
-            return Outcome(value, infra=infra)
-        if kind == "over_budget":
-            self.kill()  # after a MemoryError the process is not worth trusting
-        return Outcome(None, value, kind, infra)
+        if kind != "reply":
+            return Outcome(None, value, kind, infra)
+        try:
+            return Outcome(coerce_reply(value), infra=infra)
+        except AgentMisbehaved as exc:
+            return Outcome(None, str(exc), "agent_error")
+
+    def _take_copy(self, conn: Connection) -> tuple[int, Connection]:
+        """The copy the worker made ready (waiting while it is still being forked)."""
+        while not self._spares:
+            self._read_notice(conn)
+        return self._spares.popleft()
+
+    def _copy_ended(self, conn: Connection, pid: int) -> int | None:
+        """The exit code of a copy that ended without replying, as the worker saw it; None
+        (and the worker killed) when the worker does not say within HOST_GRACE."""
+        deadline = time.monotonic() + HOST_GRACE
+        with self._lock:
+            self._copy = None
+        try:
+            while pid not in self._ended:
+                if not conn.poll(max(0.0, deadline - time.monotonic())):
+                    break
+                self._read_notice(conn)
+        except (EOFError, OSError):
+            pass
+        if pid in self._ended:
+            return self._ended.pop(pid)
+        self.kill()
+        return None
+
+    def _read_notice(self, conn: Connection) -> None:
+        """One of the worker's notices about its copies: one made ready, or one ended."""
+        message = conn.recv()
+        if message[0] == "copy":
+            self._spares.append((message[1], Connection(reduction.recv_handle(conn))))
+        elif message[0] == "ended":
+            self._ended[message[1]] = message[2]
 
     def ask_to_close(self) -> None:
         """Ask the agent to close() without waiting: asking every worker before close()
@@ -166,24 +223,32 @@ class Worker:
     def close(self) -> None:
         """Have the agent close(), wait for it, then end the process."""
         self.ask_to_close()
-        if self._conn is not None:
-            try:
-                if self._conn.poll(30):
-                    self.close_warning = self._conn.recv()[1]
-            except (EOFError, OSError):
-                pass
+        conn, deadline = self._conn, time.monotonic() + CLOSE_WAIT
+        try:
+            while conn is not None and conn.poll(max(0.0, deadline - time.monotonic())):
+                message = conn.recv()
+                if message[0] == "closed":
+                    self.close_warning = self.close_warning or message[1]
+                    break
+                if message[0] == "copy":  # made ready, never needed
+                    os.close(reduction.recv_handle(conn))
+        except (EOFError, OSError):
+            pass
         self.kill()
 
     def kill(self) -> None:
         """End the process and everything it started, now, whatever it is doing."""
         with self._lock:
-            pid, conn, self._pid, self._conn = self._pid, self._conn, None, None
+            pid, conn, copy = self._pid, self._conn, self._copy
+            self._pid = self._conn = self._copy = None
+            spares, self._spares = self._spares, deque()
+        for ended in (copy, *(spare for spare, _ in spares)):
+            if ended is not None:
+                _kill_group(ended)
+        for _, spare_conn in spares:
+            spare_conn.close()
         if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except PermissionError:  # not yet its own group leader: the pid alone
-                    os.kill(pid, signal.SIGKILL)
+            _kill_group(pid)
             self._zygote.reap(pid)
         if conn is not None:
             conn.close()
@@ -192,9 +257,18 @@ class Worker:
         """Why the worker died, from its exit code; the process is reaped here."""
         with self._lock:
             pid, self._pid = self._pid, None
-        code = None if pid is None else self._zygote.reap(pid)
-        if code is None:
-            return "agent process is gone"
-        if code < 0:
-            return f"agent process killed by {signal.Signals(-code).name}"
-        return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
+        return exit_reason(None if pid is None else self._zygote.reap(pid))
+
+
+def _next(conn: Connection, deadline: float | None) -> Any:
+    """The next message, or None when ``deadline`` passes first."""
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    return conn.recv() if conn.poll(left) else None
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except PermissionError:  # not yet its own group leader: the pid alone
+            os.kill(pid, signal.SIGKILL)

@@ -23,8 +23,17 @@ import traceback
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 
-SINGLE_THREADED_MATH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-"""A math library's thread pool does not survive a fork; with one thread there is none."""
+from agent_eval.run import agent_host
+
+NO_BACKGROUND_THREADS = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "DISABLE_TQDM": "1",
+}
+"""A thread does not survive a fork, so workers start none of their own: a math library
+with one thread has no pool, and bm25s without tqdm's (disabled) bars starts no tqdm
+monitor thread. Either would stop attempts running in copies of a built worker."""
 
 
 class Zygote:
@@ -40,7 +49,7 @@ class Zygote:
             stdin=subprocess.DEVNULL,
             stdout=2,  # a worker's prints go to stderr, never into the console layout
             start_new_session=True,  # Ctrl-C is the parent's to handle
-            env={**os.environ, **SINGLE_THREADED_MATH},
+            env={**os.environ, **NO_BACKGROUND_THREADS},
         )
         theirs.close()
         self._conn = Connection(mine.detach())
@@ -80,8 +89,6 @@ class Zygote:
 
 def serve(fd: int) -> None:
     """The zygote's loop: preload, then fork and reap workers on request."""
-    from agent_eval.run.worker import main as worker_main
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
     preload, preload_first = conn.recv()
@@ -102,7 +109,7 @@ def serve(fd: int) -> None:
                 os.setsid()  # its own group, so a kill reaches what the agent started
                 code = 0
                 try:
-                    worker_main(child_fd)
+                    agent_host.main(child_fd)
                 except BaseException:
                     traceback.print_exc()
                     code = 1

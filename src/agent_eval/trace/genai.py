@@ -18,7 +18,8 @@ OP_CHAT = "chat"
 OP_EXECUTE_TOOL = "execute_tool"
 """The operation of a tool call."""
 ROUTE_SPAN = "route"
-"""The name of a routing decision's span; the conventions have no operation for it."""
+"""The name and operation of a routing decision's span; the conventions have none for it,
+so the span also says it is an OpenInference CHAIN, a step that passes work on."""
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 """The event on the root span that carries the verdict."""
 
@@ -43,6 +44,20 @@ EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 ERROR_TYPE = "error.type"
+
+# --- OpenInference keys: how Phoenix tells a span's kind and fills its trace list ------
+
+SPAN_KIND = "openinference.span.kind"
+KIND_AGENT = "AGENT"
+KIND_LLM = "LLM"
+KIND_TOOL = "TOOL"
+KIND_CHAIN = "CHAIN"
+INPUT_VALUE = "input.value"
+INPUT_MIME = "input.mime_type"
+OUTPUT_VALUE = "output.value"
+OUTPUT_MIME = "output.mime_type"
+TEXT = "text/plain"
+JSON = "application/json"
 
 # --- resource keys --------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from agent_eval import __version__
 from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
 from agent_eval.results import iter_rows, read_head
-from agent_eval.trace.spans import plan_attempt
+from agent_eval.trace.spans import AttemptPlan, plan_attempt
 from agent_eval.trace.trajectory import read_trajectory
 
 TRACES_PATH = "/v1/traces"
@@ -44,6 +44,8 @@ class ExportSummary:
     """Attempts whose trajectory file is missing or unreadable, one line each."""
     warning: str | None
     """Why the endpoint failed, if it did."""
+    plans: tuple[AttemptPlan, ...] = ()
+    """The span trees the endpoint accepted, to annotate them afterwards."""
 
 
 class OtlpExporter:
@@ -91,13 +93,14 @@ class OtlpExporter:
         ``run`` is the results file's ``run`` block, or any dict with ``engine`` and
         ``lab``. Never raises: an unreadable file or a failing endpoint returns False.
         """
-        return self._export(path, run) == "sent"
+        return isinstance(self._export(path, run), AttemptPlan)
 
     def export_results(self, results_path: Path) -> ExportSummary:
         """Replay every attempt of a results file from its trajectory files."""
         run = read_head(results_path).run.model_dump(mode="json")
         sent, failed, attempts = self.sent, self.failed, 0
         problems: list[str] = []
+        plans: list[AttemptPlan] = []
         for row in iter_rows(results_path):
             attempts += 1
             label = f"{row.id} r{row.attempt}"
@@ -105,20 +108,28 @@ class OtlpExporter:
             path = results_path.parent / name if name else None
             if path is None or not path.is_file():
                 problems.append(f"{label}: trajectory file {name or '(none)'} not found")
-            elif self._export(path, run) == "unreadable":
-                problems.append(f"{label}: trajectory file {name} cannot be read")
+            else:
+                done = self._export(path, run, row.answer)
+                if isinstance(done, AttemptPlan):
+                    plans.append(done)
+                elif done == "unreadable":
+                    problems.append(f"{label}: trajectory file {name} cannot be read")
         return ExportSummary(
             attempts=attempts,
             sent=self.sent - sent,
             failed=self.failed - failed,
             problems=tuple(problems),
             warning=self.warning,
+            plans=tuple(plans),
         )
 
-    def _export(self, path: Path, run: Mapping[str, Any] | None) -> str:
-        """``sent``, ``failed`` (endpoint) or ``unreadable`` (file)."""
+    def _export(
+        self, path: Path, run: Mapping[str, Any] | None, answer: str | None = None
+    ) -> AttemptPlan | str:
+        """The plan sent, or ``failed`` (endpoint) or ``unreadable`` (file)."""
         try:
-            plan = plan_attempt(read_trajectory(path), path.name, run, self.content)
+            records = read_trajectory(path)
+            plan = plan_attempt(records, path.name, run, self.content, answer)
         except (OSError, UnicodeDecodeError, ResultsError, TypeError, ValueError):
             return "unreadable"
         if self._closed or time.monotonic() < self._down_until:
@@ -127,7 +138,7 @@ class OtlpExporter:
         reason = self._sender.send(plan)
         self._count(reason is None)
         if reason is None:
-            return "sent"
+            return plan
         self._down_until = time.monotonic() + self.cooldown
         self._first_warning(
             f"OTLP endpoint {self.shown_url} did not take the trace of attempt {plan.key} "

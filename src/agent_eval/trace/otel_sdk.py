@@ -6,7 +6,6 @@ This module imports the otel extra at the top. Reach it only through
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import socket
@@ -25,7 +24,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from agent_eval.trace import genai
-from agent_eval.trace.spans import AttemptPlan, PlannedSpan
+from agent_eval.trace.spans import AttemptPlan, PlannedSpan, attempt_id
 
 SCOPE = "agent_eval.trace.otel"
 """The instrumentation scope our spans are reported under."""
@@ -47,16 +46,11 @@ class _AttemptIds(IdGenerator):
         self._key, self._count = key, 0
 
     def generate_trace_id(self) -> int:
-        return _digest(f"trace:{self._key}", 16)
+        return attempt_id(self._key, 0, 16)
 
     def generate_span_id(self) -> int:
         self._count += 1
-        return _digest(f"span:{self._key}:{self._count}", 8)
-
-
-def _digest(text: str, size: int) -> int:
-    # an all-zero id is invalid in OpenTelemetry; a hash is never zero in practice
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:size], "big") or 1
+        return attempt_id(self._key, self._count, 8)
 
 
 class _Collect(SpanProcessor):
@@ -119,11 +113,7 @@ class SdkSender:
             self._collect.spans.clear()
             try:
                 # an empty context, so an attempt never nests under a span the caller has open
-                root = self._start(plan.root, Context())
-                parent = trace_api.set_span_in_context(root)
-                for child in plan.children:
-                    self._start(child, parent).end(end_time=child.end_ns)
-                root.end(end_time=plan.root.end_ns)
+                self._build(plan.root, Context())
                 result = self._exporter.export(self._collect.spans)
             except Exception as exc:  # the SDK should not raise, and a run must never see it
                 return f"{type(exc).__name__}: {exc}"
@@ -139,6 +129,14 @@ class SdkSender:
             self._provider.shutdown()
             self._exporter.shutdown()  # type: ignore[no-untyped-call]
 
+    def _build(self, planned: PlannedSpan, parent: Context) -> None:
+        """Create a span, then its children under it, depth first: the root gets id 1."""
+        span = self._start(planned, parent)
+        inside = trace_api.set_span_in_context(span)
+        for child in planned.children:
+            self._build(child, inside)
+        span.end(end_time=planned.end_ns)
+
     def _start(self, planned: PlannedSpan, parent: Context) -> trace_api.Span:
         kind = trace_api.SpanKind.CLIENT if planned.client else trace_api.SpanKind.INTERNAL
         span = self._tracer.start_span(
@@ -152,6 +150,8 @@ class SdkSender:
             span.add_event(event.name, event.attributes, timestamp=event.at_ns)
         if planned.error:
             span.set_status(trace_api.Status(trace_api.StatusCode.ERROR, planned.error))
+        elif planned.ok:
+            span.set_status(trace_api.Status(trace_api.StatusCode.OK))
         return span
 
 

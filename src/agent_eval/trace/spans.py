@@ -11,6 +11,7 @@ the previous one ended, counted from the meta line's ``started``. A record that 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent_eval.errors import ResultsError
-from agent_eval.trace import genai
+from agent_eval.trace import genai, messages
 
 AttrValue = str | bool | int | float | list[str]
 NS = 1_000_000_000
@@ -39,7 +40,7 @@ class PlannedEvent:
 
 @dataclass(frozen=True)
 class PlannedSpan:
-    """One span to create: what it is, when it ran and what it carries."""
+    """One span to create: what it is, when it ran, what it carries and what it holds."""
 
     name: str
     """The span name, such as ``chat local/chat``."""
@@ -55,20 +56,45 @@ class PlannedSpan:
     """When set, the span's status is ERROR with this description."""
     events: tuple[PlannedEvent, ...] = field(default=())
     """Events on the span."""
+    children: tuple[PlannedSpan, ...] = field(default=())
+    """Its child spans, in order."""
+    ok: bool = False
+    """True to set the status OK (a finished attempt); False leaves it unset."""
 
 
 @dataclass(frozen=True)
 class AttemptPlan:
-    """The span tree of one attempt: a root and its direct children, in order."""
+    """The span tree of one attempt."""
 
     key: str
     """``{run_id}:{task_id}:r{attempt}``: the conversation id."""
     seed: str
     """What the trace and span ids derive from: the key and the scaffold."""
     root: PlannedSpan
-    """The ``invoke_agent`` span."""
-    children: tuple[PlannedSpan, ...]
-    """Model, tool and route spans, each a child of the root."""
+    """The ``invoke_agent`` span; its children are role, model, tool and route spans."""
+    score: Mapping[str, Any] = field(default_factory=dict)
+    """The trajectory's score record: verdict and checks, for annotations."""
+
+    @property
+    def children(self) -> tuple[PlannedSpan, ...]:
+        """The root's direct children."""
+        return self.root.children
+
+
+def attempt_id(seed: str, number: int, size: int) -> int:
+    """The trace id (``number`` 0, 16 bytes) or the ``number``-th span id (8 bytes).
+
+    Spans are numbered in the order they are created, the root first, so replaying an
+    attempt sends the same ids and backends that upsert by id keep one trace.
+    """
+    text = f"trace:{seed}" if number == 0 else f"span:{seed}:{number}"
+    # an all-zero id is invalid in OpenTelemetry; a hash is never zero in practice
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:size], "big") or 1
+
+
+def root_span_id(plan: AttemptPlan) -> str:
+    """The root span's id as 16 hex digits, as trace stores show it."""
+    return f"{attempt_id(plan.seed, 1, 8):016x}"
 
 
 def plan_attempt(
@@ -76,11 +102,14 @@ def plan_attempt(
     source: str,
     run: Mapping[str, Any] | None = None,
     content: bool = False,
+    answer: str | None = None,
 ) -> AttemptPlan:
     """The span tree of one trajectory; ``source`` names the file in error messages.
 
-    ``run`` is the results file's ``run`` block (engine, lab); ``content`` adds model
-    content, tool results and the task text as JSON strings.
+    ``run`` is the results file's ``run`` block (engine, lab); ``content`` adds the task,
+    the messages, tool results and the answer (``answer`` when the score line has none).
+    A trajectory whose model records name more than one role gets one ``invoke_agent
+    {role}`` span per stretch of a role's work, holding its model and tool spans.
     """
     if not records or not isinstance(records[0].get("meta"), Mapping):
         raise ResultsError(f"trajectory {source}: the first line is not a meta line")
@@ -88,12 +117,14 @@ def plan_attempt(
     origin = _start_ns(meta.get("started"), source)
     run = run or {}
     key = f"{meta.get('run_id', '')}:{meta.get('task_id', '')}:r{meta.get('attempt', 0)}"
-    provider = str(run.get("engine") or genai.DEFAULT_PROVIDER)
-    children: list[PlannedSpan] = []
+    chat = _Chats(str(run.get("engine") or genai.DEFAULT_PROVIDER), content, meta)
+    steps = [r for r in records[1:] if r.get("type") in ("model", "tool", "route")]
+    roles = {str(r.get("role") or "agent") for r in steps if r.get("type") == "model"}
+    tree = _Tree(len(roles) > 1)
     score: Mapping[str, Any] = {}
     stop: Mapping[str, Any] = {}
     cursor = 0.0
-    for record in records[1:]:
+    for index, record in enumerate(records[1:], start=1):
         kind = record.get("type")
         if kind == "score":
             score = record
@@ -108,15 +139,58 @@ def plan_attempt(
         cursor = max(cursor, end)
         start_ns, end_ns = origin + round(begin * NS), origin + round(end * NS)
         if kind == "model":
-            children.append(_chat_span(record, provider, content, start_ns, end_ns))
+            following = records[index + 1 :]
+            tree.add(chat.span(record, following, start_ns, end_ns), record.get("role") or "agent")
         elif kind == "tool":
-            children.append(_tool_span(record, content, start_ns, end_ns))
+            tree.add(_tool_span(record, content, start_ns, end_ns), record.get("role"))
         else:
-            children.append(_route_span(record, start_ns))
+            tree.add(_route_span(record, start_ns), None)
     end_ns = origin + round(max(_number(score.get("seconds"), 0.0), cursor) * NS)
-    root = _root_span(meta, run, key, score, stop, content, origin, end_ns)
+    if content and answer is not None and not score.get("answer"):
+        score = {**score, "answer": answer}
+    root = _root_span(meta, run, key, score, stop, content, origin, end_ns, tree.spans())
     seed = f"{key}:{meta.get('scaffold', '')}"
-    return AttemptPlan(key=key, seed=seed, root=root, children=tuple(children))
+    return AttemptPlan(key=key, seed=seed, root=root, score=score)
+
+
+class _Tree:
+    """The root's children: spans in order, grouped by role when there are several."""
+
+    def __init__(self, by_role: bool) -> None:
+        self.by_role = by_role
+        self.items: list[PlannedSpan | tuple[str, list[PlannedSpan]]] = []
+        self.role = "agent"
+
+    def add(self, span: PlannedSpan, role: Any) -> None:
+        # a tool call belongs to the role whose model call asked for it
+        if span.attributes.get(genai.OPERATION_NAME) == genai.OP_CHAT or role:
+            self.role = str(role or self.role)
+        if not self.by_role or span.name == genai.ROUTE_SPAN:
+            self.items.append(span)
+            return
+        last = self.items[-1] if self.items else None
+        if isinstance(last, tuple) and last[0] == self.role:
+            last[1].append(span)
+        else:
+            self.items.append((self.role, [span]))
+
+    def spans(self) -> tuple[PlannedSpan, ...]:
+        return tuple(i if isinstance(i, PlannedSpan) else _role_span(*i) for i in self.items)
+
+
+def _role_span(role: str, spans: list[PlannedSpan]) -> PlannedSpan:
+    chats = [s.attributes for s in spans if s.client]
+    attributes: dict[str, AttrValue] = {
+        genai.OPERATION_NAME: genai.OP_INVOKE_AGENT,
+        genai.AGENT_NAME: role,
+        genai.ROLE: role,
+        genai.SPAN_KIND: genai.KIND_AGENT,
+    }
+    for key in (genai.USAGE_INPUT_TOKENS, genai.USAGE_OUTPUT_TOKENS):
+        attributes[key] = sum(int(_number(a.get(key), 0)) for a in chats)
+    start, end = min(s.start_ns for s in spans), max(s.end_ns for s in spans)
+    return PlannedSpan(f"invoke_agent {role}", False, start, end, attributes,
+                       children=tuple(spans))  # fmt: skip
 
 
 def _root_span(
@@ -128,10 +202,13 @@ def _root_span(
     content: bool,
     start_ns: int,
     end_ns: int,
+    children: tuple[PlannedSpan, ...],
 ) -> PlannedSpan:
     scaffold = str(meta.get("scaffold", "agent"))
+    name = f"invoke_agent {scaffold}"
     attributes: dict[str, AttrValue] = {
         genai.OPERATION_NAME: genai.OP_INVOKE_AGENT,
+        genai.SPAN_KIND: genai.KIND_AGENT,
         genai.AGENT_NAME: scaffold,
         genai.CONVERSATION_ID: key,
         genai.REQUEST_MODEL: str(meta.get("model", "")),
@@ -142,86 +219,184 @@ def _root_span(
         genai.TASK_ID: str(meta.get("task_id", "")),
         genai.ATTEMPT: int(meta.get("attempt", 0)),
     }
-    for name, value in (
+    for key_name, value in (
         (genai.ENGINE, run.get("engine")),
         (genai.ENGINE_VERSION, run.get("engine_version")),
         (genai.LAB, run.get("lab")),
     ):
         if value:
-            attributes[name] = str(value)
+            attributes[key_name] = str(value)
     if stop:
         attributes[genai.STOP_REASON] = str(stop.get("reason", ""))
     if content and meta.get("task"):
-        message = {"role": "user", "parts": [{"type": "text", "content": meta["task"]}]}
-        attributes[genai.INPUT_MESSAGES] = _json([message])
+        task = str(meta["task"])
+        attributes[genai.INPUT_MESSAGES] = _json([messages.user_text(task)])
+        attributes.update({genai.INPUT_VALUE: task, genai.INPUT_MIME: genai.TEXT})
+    if content and isinstance(score.get("answer"), str):
+        answer = score["answer"]
+        reply = messages.output_message(answer, [], "stop")
+        attributes[genai.OUTPUT_MESSAGES] = _json([reply])
+        attributes.update({genai.OUTPUT_VALUE: answer, genai.OUTPUT_MIME: genai.TEXT})
     if not score:
-        return PlannedSpan(f"invoke_agent {scaffold}", False, start_ns, end_ns, attributes)
+        return PlannedSpan(name, False, start_ns, end_ns, attributes, children=children)
     passed = bool(score.get("passed"))
-    verdict = "passed" if passed else str(score.get("failure_class") or "failed")
+    verdict = verdict_of(score)
     attributes.update({genai.VERDICT: verdict, genai.PASSED: passed})
-    for name, value in ((genai.STEPS, score.get("steps")), (genai.TOKENS, score.get("tokens"))):
+    for key_name, value in (
+        (genai.STEPS, score.get("steps")),
+        (genai.TOKENS, score.get("tokens")),
+    ):
         if isinstance(value, int):
-            attributes[name] = value
+            attributes[key_name] = value
     event: dict[str, AttrValue] = {
         genai.EVALUATION_NAME: genai.EVALUATION,
         genai.EVALUATION_SCORE_VALUE: 1.0 if passed else 0.0,
         genai.EVALUATION_SCORE_LABEL: verdict,
     }
-    failed = _failed_checks(score.get("checks"))
-    if failed:
-        # names only: the checks' values quote the suite's expected answers
-        event[genai.EVALUATION_EXPLANATION] = "failed checks: " + ", ".join(failed)
+    explanation = explain(score)
+    if explanation:
+        event[genai.EVALUATION_EXPLANATION] = explanation
     # an agent crash or a dead model is an error of the operation; a wrong answer is not
-    error = verdict if verdict in ("agent_error", "infra_error") else None
-    if error:
-        attributes[genai.ERROR_TYPE] = error
+    error = None
+    if verdict in ("agent_error", "infra_error"):
+        attributes[genai.ERROR_TYPE] = verdict
+        detail = score.get("error") or stop.get("detail") or ""
+        error = f"{verdict}: {detail}"[:MAX_STATUS] if detail else verdict
     events = (PlannedEvent(genai.EVALUATION_EVENT, end_ns, event),)
-    return PlannedSpan(
-        f"invoke_agent {scaffold}", False, start_ns, end_ns, attributes, error, events
-    )
+    return PlannedSpan(name, False, start_ns, end_ns, attributes, error, events, children,
+                       ok=error is None)  # fmt: skip
 
 
-def _chat_span(
-    record: Mapping[str, Any], provider: str, content: bool, start_ns: int, end_ns: int
-) -> PlannedSpan:
-    model = str(record.get("model") or "unknown")
-    calls = [str(name) for name in record.get("tool_calls") or ()]
-    attributes: dict[str, AttrValue] = {
-        genai.OPERATION_NAME: genai.OP_CHAT,
-        genai.PROVIDER_NAME: provider,
-        genai.REQUEST_MODEL: model,
-        genai.RESPONSE_MODEL: model,
-        genai.USAGE_INPUT_TOKENS: int(_number(record.get("prompt_tokens"), 0)),
-        genai.USAGE_OUTPUT_TOKENS: int(_number(record.get("completion_tokens"), 0)),
-        genai.ROLE: str(record.get("role") or ""),
-    }
-    if calls:
-        attributes[genai.TOOL_CALLS] = calls
-    if content:
-        parts: list[dict[str, Any]] = [{"type": "text", "content": record.get("content") or ""}]
-        parts += [{"type": "tool_call", "name": name} for name in calls]
-        attributes[genai.OUTPUT_MESSAGES] = _json([{"role": "assistant", "parts": parts}])
-    return PlannedSpan(f"chat {model}", True, start_ns, end_ns, attributes)
+MAX_STATUS = 500
+"""How much of an error's reason the root's status message keeps."""
+
+
+def verdict_of(score: Mapping[str, Any]) -> str:
+    """``passed``, or the failure class of an attempt that failed."""
+    return "passed" if score.get("passed") else str(score.get("failure_class") or "failed")
+
+
+def explain(score: Mapping[str, Any]) -> str:
+    """Which checks failed, by name only: their values quote the suite's expected answers."""
+    failed = [name for name, ok in check_outcomes(score.get("checks")).items() if not ok]
+    return "failed checks: " + ", ".join(failed) if failed else ""
+
+
+def check_outcomes(checks: Any) -> dict[str, bool]:
+    """Each check's outcome: a true flag, or an empty list of misses, is a pass."""
+    if not isinstance(checks, Mapping):
+        return {}
+    outcomes = {}
+    for name, value in checks.items():
+        if name in ("passed", "tools_used") or not isinstance(value, bool | list):
+            continue
+        outcomes[str(name)] = value is True or value == []
+    return outcomes
+
+
+class _Chats:
+    """Builds chat spans, keeping each role's conversation to rebuild its messages."""
+
+    def __init__(self, provider: str, content: bool, meta: Mapping[str, Any]) -> None:
+        self.provider, self.content = provider, content
+        self.task = str(meta.get("task") or "")
+        self.history: dict[str, list[Any]] = {}
+
+    def span(
+        self,
+        record: Mapping[str, Any],
+        following: Sequence[Mapping[str, Any]],
+        start_ns: int,
+        end_ns: int,
+    ) -> PlannedSpan:
+        model = str(record.get("model") or "unknown")
+        calls = [str(name) for name in record.get("tool_calls") or ()]
+        attributes: dict[str, AttrValue] = {
+            genai.OPERATION_NAME: genai.OP_CHAT,
+            genai.SPAN_KIND: genai.KIND_LLM,
+            genai.PROVIDER_NAME: self.provider,
+            genai.REQUEST_MODEL: model,
+            genai.RESPONSE_MODEL: model,
+            genai.USAGE_INPUT_TOKENS: int(_number(record.get("prompt_tokens"), 0)),
+            genai.USAGE_OUTPUT_TOKENS: int(_number(record.get("completion_tokens"), 0)),
+            genai.ROLE: str(record.get("role") or ""),
+        }
+        if calls:
+            attributes[genai.TOOL_CALLS] = calls
+        inputs = self._inputs(record)
+        if self.content:
+            parts = _requested(calls, following)
+            reply = messages.output_message(
+                str(record.get("content") or ""), parts, record.get("finish_reason")
+            )
+            if inputs:
+                attributes[genai.INPUT_MESSAGES] = _json(inputs)
+            attributes[genai.OUTPUT_MESSAGES] = _json([reply])
+        return PlannedSpan(f"chat {model}", True, start_ns, end_ns, attributes)
+
+    def _inputs(self, record: Mapping[str, Any]) -> list[Any]:
+        """The messages the role sent: recorded ones, else the task for its first call."""
+        role = str(record.get("role") or "agent")
+        sent = record.get("input")
+        before = self.history.get(role)
+        if isinstance(sent, list):
+            kept = int(_number(record.get("input_from"), 0))
+            now = (before or [])[:kept] + sent
+        else:
+            now = before if before is not None else [messages.user_text(self.task)]
+        self.history[role] = now
+        return now
+
+
+def _requested(calls: list[str], following: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-call parts, with the arguments of the tool records that carried them out."""
+    pending = [r for r in _until_next_model(following) if r.get("type") == "tool"]
+    parts = []
+    for name in calls:
+        done = next((r for r in pending if r.get("tool") == name), None)
+        if done is not None:
+            pending.remove(done)
+        parts.append(messages.tool_call(name, done.get("args") if done else None))
+    return parts
+
+
+def _until_next_model(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    taken = []
+    for record in records:
+        if record.get("type") == "model":
+            break
+        taken.append(record)
+    return taken
 
 
 def _tool_span(record: Mapping[str, Any], content: bool, start_ns: int, end_ns: int) -> PlannedSpan:
     tool = str(record.get("tool") or "unknown")
+    arguments = _json(record.get("args") or {})
     attributes: dict[str, AttrValue] = {
         genai.OPERATION_NAME: genai.OP_EXECUTE_TOOL,
+        genai.SPAN_KIND: genai.KIND_TOOL,
         genai.TOOL_NAME: tool,
         genai.TOOL_TYPE: "function",
-        genai.TOOL_CALL_ARGUMENTS: _json(record.get("args") or {}),
+        genai.TOOL_CALL_ARGUMENTS: arguments,
+        genai.INPUT_VALUE: arguments,
+        genai.INPUT_MIME: genai.JSON,
     }
+    if record.get("role"):
+        attributes[genai.ROLE] = str(record["role"])
     error = genai.TOOL_ERROR if record.get("error") else None
     if error:
         attributes[genai.ERROR_TYPE] = error
     if content:
-        attributes[genai.TOOL_CALL_RESULT] = _json(record.get("result") or "")
+        result = _json(record.get("result") or "")
+        attributes.update({genai.TOOL_CALL_RESULT: result, genai.OUTPUT_VALUE: result,
+                           genai.OUTPUT_MIME: genai.JSON})  # fmt: skip
     return PlannedSpan(f"execute_tool {tool}", False, start_ns, end_ns, attributes, error)
 
 
 def _route_span(record: Mapping[str, Any], at_ns: int) -> PlannedSpan:
     attributes: dict[str, AttrValue] = {
+        genai.OPERATION_NAME: genai.ROUTE_SPAN,
+        genai.SPAN_KIND: genai.KIND_CHAIN,
         genai.ROUTE: str(record.get("route") or ""),
         genai.ROUTE_REASON: str(record.get("reason") or ""),
     }
@@ -245,18 +420,6 @@ def _number(value: Any, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
     return float(value)
-
-
-def _failed_checks(checks: Any) -> list[str]:
-    if not isinstance(checks, Mapping):
-        return []
-    failed = []
-    for name, value in checks.items():
-        if name in ("passed", "tools_used"):
-            continue
-        if value is False or (isinstance(value, list) and value):
-            failed.append(str(name))
-    return failed
 
 
 def _json(value: Any) -> str:

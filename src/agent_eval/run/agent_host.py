@@ -1,0 +1,318 @@
+"""Inside a worker process: import the agent, call build() once, then serve attempts.
+
+With isolation ``attempt`` every attempt runs in a copy of the built process, a fork
+made ahead of time that serves that one attempt and ends; the built process itself runs
+no agent code again until close(). With ``worker`` the attempts run in turn in the built
+process, and its state carries from one to the next, as in the course harness.
+
+A fork copies memory, not threads or child processes: when build() leaves either
+running, a copy would lack them, so the worker says why (`fork_hazard`) and runs its
+attempts in-process; the parent then gives each attempt a fresh worker of its own.
+
+Messages on the worker's connection. Parent to worker: ``(spec, options, memory_mb,
+isolation, reply_keys)``, then ``("run", task, options)`` per attempt when it has no copies, and
+``("close",)``. Worker to parent: ``("ready", scaffold, hazard)`` or ``("failed",
+reason)``; a reply per attempt run in-process; with copies, ``("copy", pid)`` followed
+by the copy's own connection (a passed file descriptor) for each copy made ready, and
+``("ended", pid, exit code)`` for a copy that ended without replying; ``("closed",
+warning)`` last. A copy reads one ``("run", task, options)`` on its own connection and
+answers it there, so an attempt's round trip never passes through the worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import os
+import pickle
+import resource
+import select
+import signal
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+from typing import Any
+
+from agent_eval.agents.entry import Agent, AgentMisbehaved, coerce_reply, load_agent
+from agent_eval.agents.outage import describe as describe_outage
+from agent_eval.agents.outage import find_outage
+from agent_eval.errors import AgentLoadError
+
+RunTask = Callable[[str, dict[str, Any]], Any]
+Reply = tuple[str, Any, Any]
+"""(kind, value, infra): kind is reply (value: what run_task returned, for the parent to
+check), or agent_error, over_budget or infra_error (value: why)."""
+SPARE_COPIES = 2
+"""Copies kept waiting: two, so the parent finds one ready even when the next fork has
+not finished; an idle copy costs next to nothing, its memory shared with the worker."""
+TAKEN, REPLIED = b"t", b"r"
+"""What a copy tells the worker: it has its attempt (make the next copy), it answered."""
+
+
+def main(fd: int) -> None:
+    """Worker process entry: read the agent spec from the parent, then serve attempts."""
+    conn = Connection(fd)
+    spec, options, memory_mb, isolation, reply_keys = conn.recv()
+    _serve(conn, spec, options, isolation, Keep(reply_keys, memory_mb))
+
+
+@dataclass(frozen=True)
+class Keep:
+    """What an attempt's reply keeps: the reply's fields (the parent's AgentReply's, sent
+    over so this process need not import pydantic), and the memory limit to name."""
+
+    reply_keys: tuple[str, ...]
+    memory_mb: int | None
+
+
+def _serve(
+    conn: Connection, spec: str, options: dict[str, Any], isolation: str, keep: Keep
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if keep.memory_mb is not None:
+        limit = keep.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        agent = load_agent(spec)
+        if agent.build is not None:
+            agent.build(options)
+    except AgentLoadError as exc:
+        conn.send(("failed", str(exc)))
+        return
+    except Exception as exc:
+        conn.send(("failed", f"agent {spec}: build() failed: {exc!r}"))
+        return
+    hazard = fork_hazard() if isolation == "attempt" else None
+    conn.send(("ready", agent.scaffold, hazard))
+    try:
+        if isolation == "attempt" and hazard is None:
+            _flush()  # or every copy would write out what build() left buffered
+            gc.freeze()  # the copies' collector then leaves the built state's pages shared
+            _serve_copies(conn, agent, keep)
+        else:
+            _serve_in_process(conn, agent, keep)
+    except OSError:  # the parent is gone
+        pass
+
+
+def _serve_in_process(conn: Connection, agent: Agent, keep: Keep) -> None:
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message[0] == "close":
+            _close(conn, agent)
+            return
+        _, task, options = message
+        conn.send_bytes(encode(_attempt(agent.run_task, task, options, keep)))
+
+
+def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
+    """Keep SPARE_COPIES unused copies ready for the parent; reap every copy that ends."""
+    copies: dict[int, Copy] = {}
+    """Live copies by the worker's end of their status pipe."""
+
+    def make_ready() -> None:
+        copy = Copy.fork(conn, agent.run_task, keep)
+        copies[copy.status] = copy
+        conn.send(("copy", copy.pid))
+        reduction.send_handle(conn, copy.parent_end, copy.pid)
+        os.close(copy.parent_end)
+
+    for _ in range(SPARE_COPIES):
+        make_ready()
+    try:
+        while True:
+            ready, _, _ = select.select([conn.fileno(), *copies], [], [])
+            for fd in ready:
+                if fd == conn.fileno():
+                    try:
+                        message = conn.recv()
+                    except EOFError:
+                        return
+                    if message[0] == "close":
+                        for copy in copies.values():
+                            copy.end()
+                        copies.clear()
+                        _close(conn, agent)
+                        return
+                    continue
+                copy = copies[fd]
+                news = os.read(fd, 16)
+                if TAKEN in news and not copy.taken:
+                    copy.taken = True
+                    make_ready()  # while the parent waits on this copy's attempt
+                copy.replied = REPLIED in news
+                if copy.replied or not news:  # it has answered, or died, or been killed
+                    del copies[fd]
+                    code = copy.end()  # and with it anything the attempt left running
+                    if not copy.replied:
+                        conn.send(("ended", copy.pid, code))
+    finally:
+        for copy in copies.values():
+            copy.end()
+
+
+@dataclass
+class Copy:
+    """A fork of the built worker, for exactly one attempt; the worker's side of it."""
+
+    pid: int
+    status: int
+    """The worker's end of a pipe on which the copy reports TAKEN and REPLIED."""
+    parent_end: int
+    """The socket end passed to the parent, which sends the attempt there."""
+    taken: bool = False
+    replied: bool = False
+
+    @classmethod
+    def fork(cls, conn: Connection, run_task: RunTask, keep: Keep) -> Copy:
+        status_read, status_write = os.pipe()
+        parent_end, copy_end = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.close(status_read)
+                parent_end.close()
+                conn.close()
+                os.setpgid(0, 0)  # its own group: one kill ends what the attempt started
+                _run_one(Connection(copy_end.detach()), status_write, run_task, keep)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                _flush()
+                os._exit(code)
+        os.close(status_write)
+        copy_end.close()
+        with contextlib.suppress(OSError):  # as the copy does: whichever runs first
+            os.setpgid(pid, pid)
+        return cls(pid, status_read, parent_end.detach())
+
+    def end(self) -> int:
+        """End the copy and anything it left running, reap it, and return its exit code
+        (-N for signal N). The group is killed while the copy is still unreaped, so its
+        id cannot yet belong to another process."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        os.close(self.status)
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+
+def _run_one(conn: Connection, status: int, run_task: RunTask, keep: Keep) -> None:
+    """In a copy: wait for its attempt, run it, answer."""
+    try:
+        _, task, options = conn.recv()
+    except EOFError:  # never needed: the run is over
+        return
+    os.write(status, TAKEN)
+    conn.send_bytes(encode(_attempt(run_task, task, options, keep)))
+    _flush()  # before REPLIED, after which the worker ends this process
+    os.write(status, REPLIED)
+
+
+def _close(conn: Connection, agent: Agent) -> None:
+    warning = None
+    if agent.close is not None:
+        try:
+            agent.close()
+        except Exception as exc:
+            warning = f"agent close() failed: {exc!r}"
+    conn.send(("closed", warning))
+
+
+def _attempt(run_task: RunTask, task: str, options: dict[str, Any], keep: Keep) -> Reply:
+    """Run one attempt. What run_task returned is checked by the parent (`coerce_reply`),
+    where it costs far less than in a fresh copy, whose every first touch of a page of
+    the built state copies that page."""
+    try:
+        raw = run_task(task, options)
+    except MemoryError:
+        return ("over_budget", f"memory over --max-memory-mb {keep.memory_mb}", None)
+    except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours...
+        outage = find_outage(exc)
+        if outage is not None:  # ...unless its HTTP client says the endpoint failed
+            return ("infra_error", describe_outage(exc, outage), outage.as_infra())
+        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", None)
+    if not isinstance(raw, dict):
+        return ("reply", raw, None)
+    fields = {key: raw[key] for key in keep.reply_keys if key in raw}
+    return ("reply", fields, raw.get("infra_error"))
+
+
+def encode(reply: Reply) -> bytes:
+    """The reply pickled. One that holds more than plain values (str, numbers, lists,
+    dicts...) is checked here instead, so the parent never unpickles an agent's objects."""
+    plain = _plain(reply)
+    if plain is not None:
+        return plain
+    _, value, infra = reply
+    checked: tuple[str, Any]
+    try:
+        checked = ("reply", coerce_reply(value).model_dump(mode="json"))
+    except AgentMisbehaved as exc:
+        checked = ("agent_error", str(exc))
+    return _plain((*checked, infra)) or pickle.dumps((*checked, None))
+
+
+def _plain(value: Any) -> bytes | None:
+    buffer = io.BytesIO()
+    try:
+        _PlainPickler(buffer, pickle.HIGHEST_PROTOCOL).dump(value)
+    except _NotPlain:
+        return None
+    return buffer.getvalue()
+
+
+class _NotPlain(Exception):
+    pass
+
+
+class _PlainPickler(pickle.Pickler):
+    """Pickles plain values only: anything that needs a class to rebuild is refused."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+def fork_hazard() -> str | None:
+    """What a fork of this process would not copy: "2 thread(s)", "1 child process(es)";
+    None when there is nothing."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:  # no /proc: Python's own threads are all that can be seen
+        import threading
+
+        threads = threading.active_count()
+        return f"{threads - 1} thread(s)" if threads > 1 else None
+    if len(tasks) > 1:
+        return f"{len(tasks) - 1} thread(s)"
+    try:
+        with open(f"/proc/self/task/{tasks[0]}/children", encoding="ascii") as handle:
+            children = handle.read().split()
+    except OSError:
+        children = []
+    return f"{len(children)} child process(es)" if children else None
+
+
+def exit_reason(code: int | None) -> str:
+    """Why an agent's process ended without a reply, from its exit code (-N: signal N)."""
+    if code is None:
+        return "agent process is gone"
+    if code < 0:
+        return f"agent process killed by {signal.Signals(-code).name}"
+    return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # an agent may have replaced or closed it
+            stream.flush()

@@ -1,0 +1,108 @@
+"""A slot group: the local executor's worker-process machinery, inside a Ray actor.
+
+One group runs on one node. It forks its worker processes from its own zygote, so each
+attempt keeps the isolation, time budget and memory limit it has on one machine: the
+budget is enforced here, on the node, even when the agent never returns. Each slot is
+one worker, whose build() runs once. The group returns scored tries to the driver and
+writes nothing but the attempts' scratch workspaces.
+
+It runs in the folder Ray unpacked the runtime_env ``working_dir`` into (run/travel.py)
+and reads the run's secrets from one environment variable, so neither the secrets nor
+the driver's paths are in the actor's arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from agent_eval import __version__
+from agent_eval.errors import AgentLoadError
+from agent_eval.records import Task
+from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
+from agent_eval.run.pool import preload_for
+from agent_eval.run.secrets import Redactor, is_secret_name
+from agent_eval.run.worker import Worker
+from agent_eval.run.zygote import Zygote
+
+SECRETS_ENV = "AGENT_EVAL_RUN_SECRET"
+"""The environment variable that carries the run's secret options (JSON) to the nodes."""
+
+
+def split_secrets(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Options without their secrets (to travel as arguments), and the secrets (to
+    travel as an environment variable)."""
+    secret = {k: v for k, v in options.items() if v and (k == "api_key" or is_secret_name(k))}
+    return {k: v for k, v in options.items() if k not in secret}, secret
+
+
+class SlotGroup:
+    """Worker processes on one node, one per slot; Ray runs one call per slot at once."""
+
+    def __init__(
+        self,
+        plan: AttemptPlan,
+        spec: str,
+        limits: tuple[int | None, Any],
+        slots: int,
+        paths: dict[str, Any],
+    ) -> None:
+        """``paths`` are the run's inputs inside the working_dir: source, index, suite_dir
+        and agent_file (a .py agent's file), each relative, or None."""
+        root = Path.cwd()
+        secret: dict[str, str] = json.loads(os.environ.pop(SECRETS_ENV, "{}"))
+        here = {k: str(root / v) if v else None for k, v in paths.items()}
+        spec = here["agent_file"] or spec
+        options = {**plan.base_options, **secret, "workspace": here["source"],
+                   "index": here["index"], "log_dir": str(root / "logs")}  # fmt: skip
+        node = ray.get_runtime_context().get_node_id()
+        self._plan = replace(
+            plan,
+            base_options=options,
+            source=Path(here["source"]) if here["source"] else None,
+            suite_dir=Path(str(here["suite_dir"])),
+            redact=Redactor(secret.values()),
+            meta={**plan.meta, "ray_node_id": node},
+        )
+        self._zygote = Zygote(preload_for(spec), preload_first=slots > 1)
+        memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
+        self._workers = [Worker(self._zygote, spec, options, memory_mb, isolation)
+                         for _ in range(slots)]  # fmt: skip
+        self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        for worker in self._workers:
+            self._idle.put(worker)
+        self._failed: str | None = None
+        try:
+            self._workers[0].start()  # the first build() now: a failing one fails fast
+        except AgentLoadError as exc:
+            self._failed = str(exc)
+        self._node = node
+
+    def ready(self) -> dict[str, Any]:
+        """The node, the harness version there, and why build() failed (or None)."""
+        return {"node": self._node, "version": __version__, "failed": self._failed}
+
+    def run_try(self, task: Task, attempt: int) -> Scored:
+        worker = self._idle.get()
+        try:
+            return run_attempt(self._plan, worker, task, attempt)
+        finally:
+            self._idle.put(worker)
+
+    def close(self) -> list[str]:
+        """Have every agent close(), end the processes; the close() failures, if any."""
+        for worker in self._workers:
+            worker.ask_to_close()
+        warnings = []
+        for worker in self._workers:
+            worker.close()
+            if worker.close_warning:
+                warnings.append(worker.close_warning)
+        self._zygote.close()
+        return warnings
