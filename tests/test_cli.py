@@ -177,3 +177,19 @@ def test_rescore_gives_the_same_verdicts(
     before = json.loads((tmp_path / "r.json").read_text())["results"]
     after = json.loads((tmp_path / "r2.json").read_text())["results"]
     assert [r["checks"] for r in before] == [r["checks"] for r in after]
+
+
+def test_the_demo_ends_with_where_its_reports_are_and_one_comparison() -> None:
+    from agent_eval.cli.demo import ending
+    from agent_eval.cli.view import view_command
+
+    out = Path("demo-out")
+    runs = [out / "results-retrieve-read.json", out / "results-minimal.json"]
+    assert ending(out, runs) == [
+        "",
+        "Full reports (text and HTML), results, trajectories and the labbook: demo-out/",
+        "  agent-eval compare demo-out/results-minimal.json demo-out/results-retrieve-read.json"
+        "   # any two runs, in full",
+        f"to see where each attempt went wrong: {view_command([out])}",
+    ]
+    assert ending(out, runs[:1]) == [*ending(out, runs)[:2], ending(out, runs)[3]]

@@ -249,3 +249,47 @@ def test_an_https_endpoint_with_a_trusted_certificate_answers(
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # httpx's trust store from the environment
     with ChatClient(base_url) as client:
         assert client.chat("m", USER).content == "secure"
+
+
+def test_a_text_completion_carries_text_usage_and_seed(mock_model: Start) -> None:
+    usage = {"prompt_tokens": 5, "completion_tokens": 2}
+    server = mock_model({"replies": [{"content": " blue", "usage": usage}]})
+    with ChatClient(server.base_url) as client:
+        reply = client.complete("m", "Sky:", stop=["\n"], temperature=0.5, seed=9)
+    assert (reply.content, reply.prompt_tokens, reply.completion_tokens) == (" blue", 5, 2)
+    assert (reply.tool_calls, reply.finish_reason, reply.model) == ([], "stop", "m")
+    assert server.requests == [
+        {
+            "model": "m",
+            "turn": 0,
+            "fault": None,
+            "max_tokens": None,
+            "endpoint": "completions",
+            "seed": 9,
+        }
+    ]
+
+
+@pytest.mark.parametrize("fault", ["malformed", "no_choices"])
+def test_an_unparseable_text_completion_is_bad_reply(mock_model: Start, fault: str) -> None:
+    server = mock_model({"replies": [{"fault": fault}]})
+    with ChatClient(server.base_url) as client, pytest.raises(ModelEndpointError) as caught:
+        client.complete("m", "Sky:")
+    assert caught.value.kind == "bad_reply"
+    assert "not a text completion" in str(caught.value)
+
+
+@pytest.mark.parametrize("template", [True, False, None])
+def test_health_reports_what_the_server_says(mock_model: Start, template: bool | None) -> None:
+    server = mock_model({"models": ["m"], "chat_template": template})
+    with ChatClient(server.base_url) as client:
+        health = client.health()
+    assert health.get("chat_template") == template and health["models"] == ["m"]
+
+
+def test_health_of_a_server_that_is_down_is_empty() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with ChatClient(f"http://127.0.0.1:{port}/v1") as client:
+        assert client.health() == {}

@@ -66,11 +66,36 @@ def test_a_reply_cut_by_the_token_limit_is_recorded_not_parsed(
     assert "cut at the 3-token reply limit (finish_reason length)" in stop["detail"]
 
 
+def test_retrieve_read_on_the_local_model(local_model: LocalModelServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:retrieve-read",
+         "--task-id", "r-log-retention", "--task-id", "x-refusal", "--repeats", "2",
+         "--seed", "1", "--base-url", local_model.base_url, "--model", "local/answer",
+         "--option", "temperature=0.7", "--option", "reply_tokens=48", "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode in (0, 2), done.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert len(rows) == 4
+    for row in rows:
+        assert row["failure_class"] in ("passed", "wrong_answer", "over_budget"), row["error"]
+        records = [json.loads(line) for line in (tmp_path / row["trajectory_file"]).open()]
+        kinds = [r.get("type") for r in records[1:]]
+        assert kinds == ["tool", "model", "stop", "score"]
+        tool, model, stop = records[1:4]
+        assert (tool["tool"], tool["error"]) == ("search_documents", False)
+        assert model["prompt_tokens"] > 0 and model["role"] == "reader"
+        # The shipped model has no chat template, so the server says so and it is completed.
+        assert "prompt style completion (the server reports no chat template)" in stop["detail"]
+        assert stop["reason"] in ("finished", "reply_cut") and row["steps"] == 2
+        assert row["answer"] == row["answer"].strip()
+
+
 @pytest.mark.slow
-def test_the_demo_measures_both_agents(tmp_path: Path) -> None:
+def test_the_demo_measures_every_scaffold(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agent_eval", "demo", "--task-id", "r-gateway-port",
-         "--repeats", "1", "--parallel", "1"],
+         "--repeats", "2", "--parallel", "1"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -78,10 +103,20 @@ def test_the_demo_measures_both_agents(tmp_path: Path) -> None:
         done.stdout
     )
     out = tmp_path / "demo-out"
-    assert sorted(p.name for p in out.glob("results-*")) == [
-        "results-minimal.html", "results-minimal.json",
-        "results-multi-agent.html", "results-multi-agent.json",
-    ]  # fmt: skip
-    assert len((out / "labbook.jsonl").read_text().splitlines()) == 2
-    run = json.loads((out / "results-minimal.json").read_text())["run"]
-    assert (run["quant"], run["engine_version"]) == ("Q4_K_M", __import__("llama_cpp").__version__)
+    names = ("minimal", "multi-agent", "retrieve-read")
+    assert sorted(p.name for p in out.glob("results-*")) == sorted(
+        f"results-{n}.{ext}" for n in names for ext in ("html", "json", "txt")
+    )
+    assert len((out / "labbook.jsonl").read_text().splitlines()) == 3
+    for name in names:
+        run = json.loads((out / f"results-{name}.json").read_text())["run"]
+        assert (run["quant"], run["engine_version"]) == (
+            "Q4_K_M",
+            __import__("llama_cpp").__version__,
+        )
+    lines = done.stdout.splitlines()
+    table = lines.index(next(line for line in lines if line.startswith("scaffold ")))
+    assert sorted(line.split()[0] for line in lines[table + 1 : table + 4]) == sorted(names)
+    assert "cost at 0.5 per million tokens, an example price: replace it with yours" in lines
+    assert sum(line.startswith("- ") and " vs " in line for line in lines) == 3
+    assert "Unstable tasks (passed in some attempts, failed in others):" in lines

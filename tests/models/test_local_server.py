@@ -344,3 +344,39 @@ def test_missing_model_package_is_one_line_with_install_advice(tmp_path: Path) -
 def test_wait_healthy_gives_up_with_an_endpoint_error() -> None:
     with pytest.raises(ModelEndpointError, match=r"not healthy within 0\.5s"):
         wait_healthy("http://127.0.0.1:9/v1", timeout=0.5)
+
+
+@needs_model
+def test_completions_continue_a_plain_prompt(client: httpx.Client) -> None:
+    body = {"model": "local/answer", "prompt": "Question: Name a colour.\nAnswer:",
+            "max_tokens": 8, "temperature": 0.7, "seed": 3, "stop": ["\n"]}  # fmt: skip
+    reply = client.post("/completions", json=body)
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert (data["object"], data["model"]) == ("text_completion", "local/answer")
+    (choice,) = data["choices"]
+    assert isinstance(choice["text"], str) and "\n" not in choice["text"]
+    assert choice["finish_reason"] in ("stop", "length")
+    usage = data["usage"]
+    assert usage["prompt_tokens"] > 0
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [({"prompt": ""}, "prompt"), ({"prompt": ["a", "b"]}, "prompt"), ({"stop": [1]}, "stop")],
+)
+def test_a_bad_completion_request_names_the_field(
+    client: httpx.Client, body: dict[str, Any], param: str
+) -> None:
+    reply = client.post("/completions", json={"model": "local/answer", "prompt": "Hi", **body})
+    assert reply.status_code == 400
+    assert reply.json()["error"]["param"] == param
+
+
+@needs_model
+def test_health_says_whether_the_model_has_a_chat_template(server: LocalModelServer) -> None:
+    health = wait_healthy(server.base_url, timeout=10)
+    # The shipped Gemma 3 270M file is a base model: its metadata holds no chat template.
+    assert (health["chat_template"], health["completions"]) == (False, True)

@@ -240,3 +240,23 @@ def test_a_held_request_is_dropped_without_a_reply_when_the_server_stops(
     asker.join(25)  # the hang would hold it 30 s, the client's timeout 20 s
     assert not asker.is_alive()
     assert [type(f) for f in failures] == [httpx.RemoteProtocolError]
+
+
+def test_text_completions_answer_from_the_script_with_the_prompt_as_the_message(
+    mock_model: Start,
+) -> None:
+    server = mock_model(
+        {
+            "rules": [{"match": "Question: colour", "reply": {"content": " red"}}],
+            "default": {"content": " no idea"},
+        }
+    )
+    with httpx.Client(base_url=server.base_url) as http:
+        hit = http.post("/completions", json={"model": "m", "prompt": "Question: colour\nA:"})
+        miss = http.post("/completions", json={"model": "m", "prompt": "Question: size\nA:"})
+        bad = http.post("/completions", json={"model": "m", "prompt": ["a"]})
+    assert hit.json()["object"] == "text_completion"
+    assert [r.json()["choices"][0]["text"] for r in (hit, miss)] == [" red", " no idea"]
+    assert hit.json()["usage"]["prompt_tokens"] == len("Question: colour\nA:") // 4
+    assert bad.status_code == 400 and "prompt" in bad.json()["error"]["message"]
+    assert [r["endpoint"] for r in server.requests] == ["completions", "completions"]

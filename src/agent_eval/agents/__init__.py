@@ -5,6 +5,7 @@ from __future__ import annotations
 BUILTIN_AGENTS: dict[str, str] = {
     "minimal": "agent_eval.agents.minimal",
     "multi-agent": "agent_eval.agents.multi_agent",
+    "retrieve-read": "agent_eval.agents.retrieve_read",
     "empty": "agent_eval.agents.baselines:empty",
     "echo": "agent_eval.agents.baselines:echo",
     "dump-documents": "agent_eval.agents.baselines:dump_documents",

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,8 @@ class AgentConfig:
     """Caps of roles that differ from ``reply_tokens``."""
     timeout: float
     """Seconds one model request may take."""
+    seed: int | None = None
+    """The sampling seed sent with every model request of this attempt (see attempt_seed)."""
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> AgentConfig:
@@ -103,6 +106,9 @@ class AgentConfig:
             reply_tokens=_reply_cap(options, "reply_tokens") or REPLY_TOKENS,
             role_reply_tokens=_role_caps(options),
             timeout=_number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT,
+            seed=attempt_seed(
+                _number(options, {}, "seed", int), options.get("task_id"), options.get("attempt")
+            ),
         )
 
     def reply_cap(self, role: str) -> int:
@@ -125,6 +131,19 @@ def _reply_cap(options: dict[str, Any], key: str) -> int | None:
     if value is not None and value < 1:
         raise ConfigError(f"option {key}={value}: give 1 or more tokens per reply")
     return value
+
+
+def attempt_seed(seed: int | None, task_id: Any, attempt: Any) -> int | None:
+    """The model's sampling seed for one attempt, from the run's ``--seed``, task and attempt.
+
+    Each attempt gets its own seed, so sampled repeats of one task can differ, and the same
+    run seed gives the same seeds again, so a run can be reproduced. Without a run seed the
+    server picks (None). 31 bits: servers that read the seed as a signed int accept it.
+    """
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}/{task_id}/{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _number(options: dict[str, Any], limits: dict[str, Any], key: str, kind: type[Any]) -> Any:
@@ -163,11 +182,13 @@ class ClientPool:
                 self._clients[key] = ChatClient(base_url, api_key, timeout)
             return self._clients[key]
 
-    def warm(self, options: dict[str, Any]) -> None:
-        """Open the client that attempts with these options will use (an entry point's build)."""
-        if options.get("base_url"):
-            timeout = _number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT
-            self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
+    def warm(self, options: dict[str, Any]) -> ChatClient | None:
+        """Open the client that attempts with these options will use (an entry point's build);
+        None when the options name no endpoint."""
+        if not options.get("base_url"):
+            return None
+        timeout = _number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT
+        return self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
 
     def close(self) -> None:
         """Close every client; a later attempt opens new ones."""

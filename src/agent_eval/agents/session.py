@@ -115,13 +115,58 @@ class Session:
             response_format=response_format,
             temperature=self.config.temperature,
             max_tokens=self.config.reply_cap(role),
+            seed=self.config.seed,
         )
+        names = requested(reply) if requested else [c.name for c in reply.tool_calls]
+        self._record(role, messages, reply, names)
+        if reply.finish_reason == "length" and not (complete is not None and complete(reply)):
+            raise self._cut(role, reply)
+        return reply
+
+    def complete(
+        self,
+        role: str,
+        model: str,
+        prompt: str,
+        *,
+        instructions: str,
+        stop: list[str] | None = None,
+    ) -> ChatReply:
+        """Like ``ask``, but as a plain text completion of ``prompt`` (for base models), whose
+        ``instructions`` part an answer must not copy; a reply cut at the reply limit ends
+        the attempt with ``reply_cut`` too."""
+        self.check_budget()
+        self.instructions[instructions] = None
+        reply = self.client.complete(
+            model,
+            prompt,
+            stop=stop,
+            temperature=self.config.temperature,
+            max_tokens=self.config.reply_cap(role),
+            seed=self.config.seed,
+        )
+        self._record(role, [{"role": "user", "content": prompt}], reply, [])
+        if reply.finish_reason == "length":
+            raise self._cut(role, reply)
+        return reply
+
+    def _cut(self, role: str, reply: ChatReply) -> Stop:
+        return Stop(
+            "reply_cut",
+            f"the {role}'s reply was cut at the {self.config.reply_cap(role)}-token reply "
+            f"limit (finish_reason length) before it was complete: "
+            f"{(reply.content or '')[-120:]!r}; raise --option reply_tokens=N, or use a "
+            "model that keeps to shorter replies",
+        )
+
+    def _record(
+        self, role: str, messages: list[dict[str, Any]], reply: ChatReply, names: list[str]
+    ) -> None:
         used = reply.prompt_tokens + reply.completion_tokens
         self.steps += 1
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.roles[role] = self.roles.get(role, 0) + used
-        names = requested(reply) if requested else [c.name for c in reply.tool_calls]
         kept = _shared_prefix(self._sent.get(role, []), messages)
         self._sent[role] = list(messages)
         self.trajectory.append(
@@ -140,15 +185,6 @@ class Session:
                 "input": from_openai(messages[kept:], RECORD_CHARS),
             }
         )
-        if reply.finish_reason == "length" and not (complete is not None and complete(reply)):
-            raise Stop(
-                "reply_cut",
-                f"the {role}'s reply was cut at the {self.config.reply_cap(role)}-token reply "
-                f"limit (finish_reason length) before it was complete: "
-                f"{(reply.content or '')[-120:]!r}; raise --option reply_tokens=N, or use a "
-                "model that keeps to shorter replies",
-            )
-        return reply
 
     def use_tool(self, name: str, args: dict[str, Any], refusal: str | None = None) -> Observation:
         """Run one tool (or record a refusal decided by the agent), count the step, record it."""

@@ -1,11 +1,13 @@
-"""The main job behind `make demo` and `agent-eval demo`: a real agent on a real model,
+"""The main job behind `make demo` and `agent-eval demo`: real agents on a real model,
 measured offline, end to end.
 
-It starts the embedded model server (`agent-eval serve-model`) on loopback, runs the
-shipped suite against both reference agents with repeats in JSON-action mode, prints each
-run's report and their comparison, writes the HTML reports and a labbook, and stops the
-server. What was measured (model file, quantisation, engine and its version) is read from
-the running server, never typed in.
+It starts the embedded model server (`agent-eval serve-model`) on loopback and runs the
+shipped suite against the three reference scaffolds with repeats, sampling with a seed
+per attempt so that repeats can differ. It writes each run's full reports (text and
+HTML), the results and a labbook under the output folder, stops the server, and ends
+with a short lesson: what each scaffold scored and cost, which differences are real,
+and which tasks are unstable. What was measured (model file, quantisation, engine and
+its version) is read from the running server, never typed in.
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ from agent_eval.cli.view import view_command
 from agent_eval.errors import ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import INSTALL_ADVICE
 from agent_eval.models.local_server import wait_healthy
-from agent_eval.report import compare_runs, load_results, render_compare, render_report
+from agent_eval.report import load_results, render_report
+from agent_eval.report.lesson import render_lesson
 from agent_eval.results import AttemptResult
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
 
 START_TIMEOUT = 600.0
 """Seconds to wait for the model server: the first start assembles the model file."""
+EXAMPLE_PRICE = 0.5
+"""Per million tokens, shown as an example only, for the user to replace with their own."""
 
 Progress = Callable[[int, str], AbstractContextManager[Callable[[], None]]]
 """Makes a progress display for N steps; entering it gives the function that advances it."""
@@ -44,13 +49,20 @@ class DemoPlan:
 
     out_dir: Path = Path("demo-out")
     repeats: int = 3
-    agents: tuple[str, ...] = ("builtin:minimal", "builtin:multi-agent")
+    agents: tuple[str, ...] = ("builtin:retrieve-read", "builtin:minimal", "builtin:multi-agent")
     parallel: int = 2
     """Model instances: one per core answers two requests at once."""
     task_ids: tuple[str, ...] = ()
-    reply_tokens: int = 128
-    """Cap per model reply: a JSON action needs a few dozen tokens, and a small model
-    left uncapped can run on for a thousand (a number that never ends)."""
+    reply_tokens: int = 64
+    """Cap per model reply: a JSON action or a short answer needs a few dozen tokens, and
+    a small model left uncapped runs on (a number that never ends). Measured in the demo at
+    128: a third of the JSON-action replies hit the cap, and took over half the model time."""
+    temperature: float = 0.5
+    """Sampled, not greedy, so that repeats can differ and pass^k means something."""
+    seed: int = 26
+    """The run seed; each attempt's sampling seed is derived from it, its task and attempt."""
+    price_per_million: float | None = None
+    """The user's price; the lesson shows EXAMPLE_PRICE, labelled as such, without one."""
 
 
 def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = DemoPlan()) -> int:
@@ -62,57 +74,78 @@ def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = D
         engine = f"{info['engine']} via {info['engine_binding']}"
         echo(
             f"measuring {info['model_file']} ({info['quant']}) on {engine} "
-            f"{info['engine_version']}, {plan.parallel} instance(s), JSON-action mode, at most "
+            f"{info['engine_version']}, {plan.parallel} instance(s), temperature "
+            f"{plan.temperature:g} with a seed per attempt (run seed {plan.seed}), at most "
             f"{plan.reply_tokens} tokens per reply, {plan.repeats} repeat(s) per task"
         )
-        results = []
-        for agent in plan.agents:
-            name = agent.removeprefix("builtin:")
-            config = RunConfig(
-                agent=agent,
-                tasks="part26",
-                task_ids=plan.task_ids,
-                repeats=plan.repeats,
-                base_url=base_url,
-                model="local/answer",
-                router_model="local/router",
-                options={"tool_mode": "json", "reply_tokens": str(plan.reply_tokens)},
-                quant=str(info["quant"]),
-                engine=engine,
-                engine_version=str(info["engine_version"]),
-                notes=f"agent-eval demo: {info['model_file']} served locally",
-                out=plan.out_dir / f"results-{name}.json",
-                trajectory_dir=plan.out_dir / "trajectories",
-                labbook=plan.out_dir / "labbook.jsonl",
-                concurrency=plan.parallel,
-            )
-            prepared = prepare(config)
-            results.append(plan.out_dir / f"results-{name}.json")
-            echo("")
-            echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), plan.repeats))
-            width = id_width([task.id for task in prepared.tasks])
-            with progress(prepared.attempts, name) as advance:
-
-                def on_attempt(
-                    row: AttemptResult, advance: Callable[[], None] = advance, width: int = width
-                ) -> None:
-                    echo(attempt_line(row, width))
-                    advance()
-
-                execute(prepared, on_attempt)
-    for path in results:
-        run = load_results(path)
-        echo("")
-        echo(render_report(run, "text").rstrip())
-        page = path.with_suffix(".html")
-        page.write_text(render_report(run, "html"), encoding="utf-8")
-        echo(f"HTML report: {page}")
-    if len(results) == 2:
-        echo("")
-        echo(render_compare(compare_runs(load_results(results[0]), load_results(results[1]))))
-    echo(f"results, trajectories and labbook are in {plan.out_dir}/")
-    echo(f"to see where each attempt went wrong: {view_command([plan.out_dir])}")
+        results = [_run_agent(agent, plan, base_url, info, echo, progress) for agent in plan.agents]
+    runs = [load_results(path) for path in results]
+    for path, run in zip(results, runs, strict=True):
+        path.with_suffix(".txt").write_text(render_report(run, "text"), encoding="utf-8")
+        path.with_suffix(".html").write_text(render_report(run, "html"), encoding="utf-8")
+    echo("")
+    price = plan.price_per_million
+    echo(render_lesson(runs, EXAMPLE_PRICE if price is None else price, price is None))
+    for line in ending(plan.out_dir, results):
+        echo(line)
     return 0
+
+
+def ending(out_dir: Path, results: list[Path]) -> list[str]:
+    """The demo's last lines: where everything it wrote is, and how to look at it."""
+    lines = ["", f"Full reports (text and HTML), results, trajectories and the labbook: {out_dir}/"]
+    if len(results) >= 2:
+        lines.append(f"  agent-eval compare {results[1]} {results[0]}   # any two runs, in full")
+    lines.append(f"to see where each attempt went wrong: {view_command([out_dir])}")
+    return lines
+
+
+def _run_agent(
+    agent: str,
+    plan: DemoPlan,
+    base_url: str,
+    info: dict[str, Any],
+    echo: Callable[[str], None],
+    progress: Progress,
+) -> Path:
+    """One scaffold's run over the suite; the path of its results file."""
+    name = agent.removeprefix("builtin:")
+    out = plan.out_dir / f"results-{name}.json"
+    config = RunConfig(
+        agent=agent,
+        tasks="part26",
+        task_ids=plan.task_ids,
+        repeats=plan.repeats,
+        base_url=base_url,
+        model="local/answer",
+        router_model="local/router",
+        options={
+            "tool_mode": "json",
+            "reply_tokens": str(plan.reply_tokens),
+            "temperature": str(plan.temperature),
+        },
+        seed=plan.seed,
+        quant=str(info["quant"]),
+        engine=f"{info['engine']} via {info['engine_binding']}",
+        engine_version=str(info["engine_version"]),
+        notes=f"agent-eval demo: {info['model_file']} served locally",
+        out=out,
+        trajectory_dir=plan.out_dir / "trajectories",
+        labbook=plan.out_dir / "labbook.jsonl",
+        concurrency=plan.parallel,
+    )
+    prepared = prepare(config)
+    echo("")
+    echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), plan.repeats))
+    width = id_width([task.id for task in prepared.tasks])
+    with progress(prepared.attempts, name) as advance:
+
+        def on_attempt(row: AttemptResult) -> None:
+            echo(attempt_line(row, width))
+            advance()
+
+        execute(prepared, on_attempt)
+    return out
 
 
 def _require_local_extra() -> None:

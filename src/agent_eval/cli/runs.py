@@ -423,10 +423,30 @@ def index(folder: str, out: str) -> int:
     type=click.IntRange(min=1),
     help="Model instances, and attempts run side by side.",
 )
-def demo(out_dir: str, repeats: int, task_ids: tuple[str, ...], parallel: int) -> int:
-    """The main job: the shipped suite against both reference agents on the embedded
-    local model, offline. Prints each run's report and their comparison, writes HTML
-    reports and a labbook, and stops the model server.
+@click.option(
+    "--seed",
+    default=26,
+    show_default=True,
+    type=int,
+    help="Run seed; each attempt samples with a seed derived from it, its task and attempt.",
+)
+@click.option(
+    "--cost-per-million",
+    type=click.FloatRange(min=0),
+    help="Your price per million tokens for the lesson's cost column (else an example).",
+)
+def demo(
+    out_dir: str,
+    repeats: int,
+    task_ids: tuple[str, ...],
+    parallel: int,
+    seed: int,
+    cost_per_million: float | None,
+) -> int:
+    """The main job: the shipped suite against the three reference scaffolds on the
+    embedded local model, offline, with sampled repeats. Writes full reports, results,
+    trajectories and a labbook, stops the model server, and ends with a short lesson:
+    each scaffold's figures, which differences are real, and the unstable tasks.
     """
     from agent_eval.cli.demo import DemoPlan, run_demo
 
@@ -435,5 +455,12 @@ def demo(out_dir: str, repeats: int, task_ids: tuple[str, ...], parallel: int) -
         with progress_bar(total, label) as bar:
             yield (lambda: bar[0].advance(bar[1])) if bar is not None else (lambda: None)
 
-    plan = DemoPlan(Path(out_dir), repeats, parallel=parallel, task_ids=task_ids)
+    plan = DemoPlan(
+        Path(out_dir),
+        repeats,
+        parallel=parallel,
+        task_ids=task_ids,
+        seed=seed,
+        price_per_million=cost_per_million,
+    )
     return run_demo(click.echo, progress, plan)

@@ -1,6 +1,6 @@
-"""A small synchronous client for OpenAI-compatible chat completions.
+"""A small synchronous client for OpenAI-compatible chat and text completions.
 
-It does one thing: send a chat request and return the reply with its token usage, or
+It does one thing: send a request and return the reply with its token usage, or
 raise an error that says whose fault the failure is. Infrastructure failures (down,
 slow, rate-limited, 5xx, garbled) are ``ModelEndpointError`` so the harness can count
 them as infra errors, never as wrong answers. A 4xx other than 429 is a configuration
@@ -105,17 +105,64 @@ class ChatClient:
         response_format: dict[str, Any] | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> ChatReply:
         """Send one chat request and return the reply; raise on any failure."""
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        optional = {
-            "tools": tools,
-            "response_format": response_format,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-        }
-        body.update({k: v for k, v in optional.items() if v is not None})
-        url = f"{self.base_url}/chat/completions"
+        response, seconds = self._post(
+            "/chat/completions",
+            model=model,
+            messages=messages,
+            tools=tools,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+        return self._parse(response, model, seconds)
+
+    def complete(
+        self,
+        model: str,
+        prompt: str,
+        *,
+        stop: list[str] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> ChatReply:
+        """Send one plain text completion (``/completions``): the model continues ``prompt``.
+
+        Base models without a chat template read a document better than a chat turn.
+        """
+        response, seconds = self._post(
+            "/completions",
+            model=model,
+            prompt=prompt,
+            stop=stop,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+        return self._parse_text(response, model, seconds)
+
+    def health(self) -> dict[str, Any]:
+        """The server's ``/health`` self-description, or ``{}`` when it gives none.
+
+        Only agent-eval's own servers describe the model there; any other server's
+        silence is not an error.
+        """
+        root = self.base_url.removesuffix("/v1")
+        try:
+            response = self._http.get(f"{root}/health", timeout=min(self.timeout, 10.0))
+            data = response.json() if response.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _post(self, path: str, **fields: Any) -> tuple[httpx.Response, float]:
+        """POST the fields that are set (None means "the server's default") as JSON."""
+        body = {k: v for k, v in fields.items() if v is not None}
+        url = f"{self.base_url}{path}"
         started = time.perf_counter()
         try:
             response = self._http.post(url, json=body)
@@ -132,7 +179,7 @@ class ChatClient:
             ) from None
         seconds = time.perf_counter() - started
         self._raise_for_status(response)
-        return self._parse(response, model, seconds)
+        return response, seconds
 
     def _raise_for_status(self, response: httpx.Response) -> None:
         status = response.status_code
@@ -169,6 +216,29 @@ class ChatClient:
         return ChatReply(
             content=content if isinstance(content, str) else None,
             tool_calls=[_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])],
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+            seconds=seconds,
+            finish_reason=choice.get("finish_reason"),
+            model=str(data.get("model") or model),
+        )
+
+    def _parse_text(self, response: httpx.Response, model: str, seconds: float) -> ChatReply:
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            text = choice["text"]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError):
+            snippet = self._scrub(response.text[:200])
+            raise ModelEndpointError(
+                f"model endpoint {self.base_url} sent a reply that is not a text completion: "
+                f"{snippet!r}",
+                "bad_reply",
+            ) from None
+        usage = data.get("usage") or {}
+        return ChatReply(
+            content=text if isinstance(text, str) else None,
+            tool_calls=[],
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),
             seconds=seconds,

@@ -5,14 +5,16 @@ lends each to one request at a time, because a ``Llama`` is not thread-safe.
 ``chat_completion`` turns an OpenAI chat request into a llama-cpp-python call and the
 result back into an OpenAI reply: ``response_format`` becomes a GBNF grammar, and
 ``tools`` are served in llama.cpp's generic JSON tool-call form (see ``_tool_schema``).
+``text_completion`` does the same for a plain prompt (``/v1/completions``), the way a
+base model is best asked.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -83,6 +85,7 @@ def describe_model(llm: Any, path: Path, llama_cpp: ModuleType) -> dict[str, Any
         "engine_binding": "llama-cpp-python",
         "engine_version": str(llama_cpp.__version__),
         "chat_format": str(llm.chat_format),
+        "chat_template": "tokenizer.chat_template" in meta,
     }
 
 
@@ -102,7 +105,10 @@ class LlamaPool:
         # 2 shared cores, 1 thread kept ~48 tokens/s where 2 threads fell to 3-6.
         threads = n_threads or max(1, (os.cpu_count() or 2) // 2 // parallel)
         self.n_ctx = n_ctx
-        self._free: queue.Queue[Any] = queue.Queue()
+        self._free: list[Any] = []
+        self._served: dict[int, str] = {}
+        """What each instance last read: its KV cache still holds that prompt's tokens."""
+        self._changed = threading.Condition()
         self._all: list[Any] = []
         for _ in range(parallel):
             try:
@@ -117,7 +123,7 @@ class LlamaPool:
                 self.close()
                 raise ConfigError(f"model file {model_path} is not a loadable GGUF: {exc}") from exc
             self._all.append(llm)
-            self._free.put(llm)
+            self._free.append(llm)
         first = self._all[0]
         # A GGUF without a chat template gets llama-cpp-python's llama-2 format, which a Gemma
         # model never saw; its own turn format is the honest choice.
@@ -133,19 +139,36 @@ class LlamaPool:
         self.info.update(parallel=parallel, n_ctx=n_ctx, n_threads=threads)
 
     @contextmanager
-    def instance(self) -> Iterator[Any]:
-        """Borrow a free instance; blocks while all are busy."""
-        llm = self._free.get()
+    def instance(self, prompt: str = "") -> Iterator[Any]:
+        """Borrow a free instance; blocks while all are busy.
+
+        Of the free instances, the one whose last prompt shares the longest start with
+        ``prompt`` is lent: llama.cpp then evaluates only the new tokens. An agent's next
+        turn extends its last one, so with attempts side by side this keeps each
+        conversation on the instance that already read it.
+        """
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._free))
+            llm = max(self._free, key=lambda m: _shared_start(self._served.get(id(m), ""), prompt))
+            self._free.remove(llm)
         try:
             yield llm
         finally:
-            self._free.put(llm)
+            with self._changed:
+                self._served[id(llm)] = prompt
+                self._free.append(llm)
+                self._changed.notify()
 
     def close(self) -> None:
         """Free every instance's memory."""
         for llm in self._all:
             llm.close()
         self._all.clear()
+
+
+def _shared_start(a: str, b: str) -> int:
+    """How many leading characters two texts share."""
+    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 (characters are what is meant)
 
 
 @lru_cache(maxsize=64)
@@ -327,6 +350,69 @@ _SAMPLING = (
 )
 
 
+def _sampling(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The request's sampling parameters, reply cap and stop strings, checked."""
+    kwargs: dict[str, Any] = {k: body[k] for k in _SAMPLING if body.get(k) is not None}
+    if any(not isinstance(v, int | float) for v in kwargs.values()):
+        raise RequestError(400, "sampling parameters must be numbers", "invalid_request_error")
+    kwargs["max_tokens"] = body.get("max_completion_tokens") or body.get("max_tokens") or max_tokens
+    if not isinstance(kwargs["max_tokens"], int) or kwargs["max_tokens"] < 1:
+        raise RequestError(
+            400, "max_tokens must be a positive integer", "invalid_request_error", "max_tokens"
+        )
+    stop = body.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
+        raise RequestError(
+            400, "stop must be a string or a list of strings", "invalid_request_error", "stop"
+        )
+    kwargs["stop"] = stop
+    return kwargs
+
+
+def _usage(out: dict[str, Any]) -> dict[str, int]:
+    usage = out["usage"]
+    return {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+def text_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """Answer one OpenAI ``/v1/completions`` request: the model continues a plain prompt.
+
+    This is how a base model without a chat template is best asked: a document to go on
+    with, not turns it never saw in training.
+    """
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt:
+        raise RequestError(
+            400, "prompt must be a non-empty string", "invalid_request_error", "prompt"
+        )
+    if body.get("n", 1) != 1:
+        raise RequestError(400, "only n=1 is supported", "invalid_request_error", "n")
+    kwargs = _sampling(body, max_tokens)
+    with pool.instance(prompt) as llm:
+        try:
+            out = llm.create_completion(prompt=prompt, **kwargs)
+        except ValueError as exc:
+            code = "context_length_exceeded" if "context window" in str(exc) else "invalid_request"
+            raise RequestError(400, str(exc), code, "prompt") from exc
+    choice0 = out["choices"][0]
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "text": choice0.get("text") or "",
+                "finish_reason": choice0.get("finish_reason") or "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(out),
+    }
+
+
 def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     """Answer one OpenAI chat request (already checked for model and stream) with one instance."""
     if not isinstance(body.get("messages"), list) or not body["messages"]:
@@ -349,17 +435,9 @@ def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
     if use_tools:
         schema, tool_prompt = _tool_schema(tools, choice)
         grammar = _grammar(json.dumps(schema))
-    kwargs: dict[str, Any] = {k: body[k] for k in _SAMPLING if body.get(k) is not None}
-    if any(not isinstance(v, int | float) for v in kwargs.values()):
-        raise RequestError(400, "sampling parameters must be numbers", "invalid_request_error")
-    kwargs["max_tokens"] = body.get("max_completion_tokens") or body.get("max_tokens") or max_tokens
-    if not isinstance(kwargs["max_tokens"], int) or kwargs["max_tokens"] < 1:
-        raise RequestError(
-            400, "max_tokens must be a positive integer", "invalid_request_error", "max_tokens"
-        )
-    kwargs["stop"] = body.get("stop") or []
+    kwargs = _sampling(body, max_tokens)
     messages = _messages(body["messages"], tool_prompt, pool.fold_system)
-    with pool.instance() as llm:
+    with pool.instance(json.dumps(messages)) as llm:
         try:
             out = llm.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
         except ValueError as exc:
@@ -393,16 +471,11 @@ def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
             finish = "tool_calls"
         elif isinstance(parsed, dict) and isinstance(parsed.get("response"), str):
             message["content"] = parsed["response"]
-    usage = out["usage"]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {
-            "prompt_tokens": usage["prompt_tokens"],
-            "completion_tokens": usage["completion_tokens"],
-            "total_tokens": usage["total_tokens"],
-        },
+        "usage": _usage(out),
     }

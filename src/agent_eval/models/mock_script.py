@@ -147,6 +147,9 @@ class Script(_Strict):
     """replies[turn] answers when no rule matches."""
     default: Reply | None = None
     """Answers when no rule matches and the turn is past the replies."""
+    chat_template: bool | None = None
+    """Reported at ``GET /health``: whether the scripted model has a chat template, so an
+    agent that picks its prompt style from the server can be tested both ways."""
 
     def choose(
         self, messages: list[dict[str, Any]], model: str, used: dict[int, int] | None = None

@@ -1,9 +1,9 @@
 """The scripted model server: a real OpenAI-compatible HTTP server on loopback.
 
-It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` from a script (see
-``mock_script``), so tests, benchmarks and users can drive a real agent loop without a
-model. It can add latency and inject faults, at a seeded rate or exactly where the
-script says.
+It answers ``GET /v1/models``, ``GET /health``, ``POST /v1/chat/completions`` and
+``POST /v1/completions`` (a plain prompt) from a script (see ``mock_script``), so tests,
+benchmarks and users can drive a real agent loop without a model. It can add latency and
+inject faults, at a seeded rate or exactly where the script says.
 
 Replies follow the request's mode. A request with ``tools`` and no ``response_format``
 is native: tool calls are OpenAI ``tool_calls``. Otherwise scripted tool calls become a
@@ -66,8 +66,9 @@ class MockModelServer:
         self.faults = tuple(faults)
         self.hang_seconds = hang_seconds
         self.requests: list[dict[str, Any]] = []
-        """One entry per chat request: model, turn, the fault injected (if any) and the
-        reply cap asked for (max_tokens)."""
+        """One entry per request: model, turn, the fault injected (if any), the reply cap
+        asked for (max_tokens), the endpoint (``chat`` or ``completions``) and the sampling
+        seed sent (or None)."""
         self.connections = 0
         """How many connections clients have opened (a client that keeps one alive opens 1)."""
         self._random = random.Random(seed)
@@ -119,9 +120,26 @@ class MockModelServer:
                 self._clients.add(client)
                 self.connections += 1
 
-    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, str], bytes | None]:
-        """Return status, headers and body for one chat request (None body: hold, then drop)."""
-        messages = request.get("messages")
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: the models, and whether the scripted model has a chat template
+        when the script says."""
+        health: dict[str, Any] = {"status": "ok", "models": list(self.script.models)}
+        if self.script.chat_template is not None:
+            health["chat_template"] = self.script.chat_template
+        return health
+
+    def answer(
+        self, request: dict[str, Any], text: bool = False
+    ) -> tuple[int, dict[str, str], bytes | None]:
+        """Return status, headers and body for one chat request, or with ``text`` one plain
+        completion whose prompt stands for a single user message (None body: hold, then drop)."""
+        prompt = request.get("prompt")
+        if text:
+            if not isinstance(prompt, str):
+                return _error(400, "'prompt' must be a string")
+            messages: Any = [{"role": "user", "content": prompt}]
+        else:
+            messages = request.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             return _error(400, "'messages' must be a list of objects")
         if request.get("stream"):
@@ -133,8 +151,16 @@ class MockModelServer:
         with self._lock:
             if fault is None and self.fault_rate and self._random.random() < self.fault_rate:
                 fault = self._random.choice(self.faults)
-            cap = request.get("max_tokens")
-            self.requests.append({"model": model, "turn": turn, "fault": fault, "max_tokens": cap})
+            self.requests.append(
+                {
+                    "model": model,
+                    "turn": turn,
+                    "fault": fault,
+                    "max_tokens": request.get("max_tokens"),
+                    "endpoint": "completions" if text else "chat",
+                    "seed": request.get("seed"),
+                }
+            )
         if self.latency:
             self._stopping.wait(self.latency)
         if fault is not None:
@@ -145,7 +171,10 @@ class MockModelServer:
                 f"the script has no reply for turn {turn}: no rule matched and it has "
                 f"{len(self.script.replies)} replies and no default; add one",
             )
-        body = render_completion(reply, request, model, turn)
+        if text and isinstance(prompt, str):
+            body = render_text_completion(reply, prompt, model)
+        else:
+            body = render_completion(reply, request, model, turn)
         return 200, {}, json.dumps(body).encode()
 
     def _fault(self, fault: str) -> tuple[int, dict[str, str], bytes | None]:
@@ -210,6 +239,33 @@ def render_completion(
     }
 
 
+def render_text_completion(reply: Reply, prompt: str, model: str) -> dict[str, Any]:
+    """Render a scripted reply as a ``/v1/completions`` body: its text continues the prompt."""
+    finish_reason = "length" if reply.cut is not None else "stop"
+    if reply.json_ is not None:
+        text = json.dumps(reply.json_, ensure_ascii=False)
+    elif reply.tool_calls:
+        text = render_action(reply.tool_calls[0].name, reply.tool_calls[0].arguments)
+    else:
+        text = reply.content or reply.cut or ""
+    if reply.usage is not None:
+        prompt_tokens, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
+    else:
+        prompt_tokens, completion = max(1, len(prompt) // 4), max(1, len(text) // 4)
+    return {
+        "id": "cmpl-mock",
+        "object": "text_completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "text": text, "finish_reason": finish_reason}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        },
+    }
+
+
 def _error(status: int, message: str) -> tuple[int, dict[str, str], bytes]:
     body = {"error": {"message": message, "type": "mock_error", "code": status}}
     return status, {}, json.dumps(body).encode()
@@ -240,9 +296,11 @@ def _app(mock: MockModelServer) -> Starlette:
         if method == "GET" and path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "mock"} for m in mock.script.models]
             return _reply(200, {}, json.dumps({"object": "list", "data": data}).encode())
+        if method == "GET" and path == "/health":
+            return _reply(200, {}, json.dumps(mock.health()).encode())
         if method == "GET":
             return _reply(*_error(404, f"no route GET {request.url.path}; try /v1/models"))
-        if path != "/v1/chat/completions":
+        if path not in ("/v1/chat/completions", "/v1/completions"):
             return _reply(
                 *_error(404, f"no route POST {request.url.path}; try /v1/chat/completions")
             )
@@ -258,7 +316,7 @@ def _app(mock: MockModelServer) -> Starlette:
         if not limiter:  # made on the server's own loop
             limiter.append(anyio.CapacityLimiter(MAX_WORKERS))
         status, headers, answer = await anyio.to_thread.run_sync(
-            mock.answer, body, limiter=limiter[0]
+            mock.answer, body, path == "/v1/completions", limiter=limiter[0]
         )
         return _Dropped() if answer is None else _reply(status, headers, answer)
 

@@ -10,6 +10,7 @@ that ``agent-eval index`` wrote is used instead, as the course's Part 10 index i
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -56,6 +57,14 @@ _CACHE_SIZE = 64
 # memory flat however many attempts a run makes.
 _cache: OrderedDict[Hashable, PassageIndex] = OrderedDict()
 _lock = threading.Lock()
+
+
+_HEADER = re.compile(r"\n\n(?=--- [^\n]* ---\n)")
+
+
+def split_passages(result: str) -> list[str]:
+    """The passages of a search result, best first, each with its ``--- file ---`` header."""
+    return [block for block in _HEADER.split(result.strip()) if block]
 
 
 def build_index(docs_dir: Path, out: Path) -> int:
