@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from agent_eval.run.config import Isolation
@@ -131,7 +132,7 @@ class Dispatch:
             thread.start()
         interrupted = False
         try:
-            interrupted = _wait(finished, stop, killed, workers)
+            interrupted = wait_for_dispatchers(finished, stop, killed, partial(_kill_all, workers))
         finally:
             for worker in workers:
                 if not killed.is_set():
@@ -153,11 +154,11 @@ class Dispatch:
         return interrupted
 
 
-def _wait(
+def wait_for_dispatchers(
     finished: list[threading.Event],
     stop: threading.Event,
     killed: threading.Event,
-    workers: list[Worker],
+    kill: Callable[[], None],
 ) -> bool:
     """Wait for the dispatchers; first Ctrl-C drains, second Ctrl-C kills.
 
@@ -172,8 +173,12 @@ def _wait(
         except KeyboardInterrupt:
             if interrupted:
                 killed.set()
-                for worker in workers:
-                    worker.kill()
+                kill()
             interrupted = True
             stop.set()
     return interrupted
+
+
+def _kill_all(workers: list[Worker]) -> None:
+    for worker in workers:
+        worker.kill()

@@ -39,6 +39,7 @@ from agent_eval.run.cluster import (
     this_machine,
 )
 from agent_eval.run.executor import Record, TryAttempt
+from agent_eval.run.pool import wait_for_dispatchers
 from agent_eval.run.ray_slots import SECRETS_ENV, SlotGroup, split_secrets
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.travel import Travel, gather
@@ -312,17 +313,7 @@ def _serve(
         finished.append(done)
         slot = RaySlot(groups, node, plan)
         threading.Thread(target=serve, args=(slot, done), daemon=True).start()
-    interrupted = False
-    while not all(done.is_set() for done in finished):
-        try:
-            for done in finished:
-                done.wait(0.1)
-        except KeyboardInterrupt:
-            if interrupted:
-                killed.set()
-                groups.kill()
-            interrupted = True
-            stop.set()
+    interrupted = wait_for_dispatchers(finished, stop, killed, groups.kill)
     if failures:
         raise failures[0]
     return interrupted
