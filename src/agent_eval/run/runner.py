@@ -81,6 +81,11 @@ class PreparedRun:
     earlier_wall: float = 0.0
     """Wall seconds of the run's earlier invocations, when they are known."""
 
+    @property
+    def stamp(self) -> str:
+        """The run's start to the second, the first part of the names of its files."""
+        return self.started.strftime("%Y%m%dT%H%M%S")
+
     @cached_property
     def order(self) -> Order:
         """Every attempt of the run in task order: the order of every output."""
@@ -155,16 +160,15 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"there; continue it with --resume {config.out}, or delete the journal"
             )
     else:
-        stamp = prepared.started.strftime("%Y%m%dT%H%M%S")
-        name = f"{stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
+        name = f"{prepared.stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
         prepared.journal_path = config.trajectory_dir / name
     return prepared
 
 
 def _default_out(prepared: PreparedRun, folder: Path) -> Path:
     """A results path that no earlier run used: `{stamp}-{scaffold}-{model}.json`."""
-    stamp = prepared.started.strftime("%Y%m%dT%H%M%S")
-    stem = "-".join(safe_part(p) for p in (stamp, prepared.agent.scaffold, prepared.config.model))
+    parts = (prepared.stamp, prepared.agent.scaffold, prepared.config.model)
+    stem = "-".join(safe_part(p) for p in parts)
     path = folder / f"{stem}.json"
     if path.exists() or journal_path_for(path).exists():
         path = folder / f"{stem}-{prepared.run_id}.json"
@@ -342,7 +346,9 @@ def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
         source=prepared.source,
         trajectory_dir=config.trajectory_dir,
         results_dir=(config.out.parent if config.out else Path.cwd()),
-        stamp=prepared.started.strftime("%Y%m%dT%H%M%S"),
+        # The run id keeps two runs that start in the same second into one folder from
+        # writing the same names; a resumed run keeps its id, so its names carry on.
+        stamp=f"{prepared.stamp}-{prepared.run_id}",
         scaffold=prepared.agent.scaffold,
         model=config.model,
         meta={
