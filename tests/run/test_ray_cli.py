@@ -50,10 +50,14 @@ def ran_on_ray(tmp_path: Path, row: dict[str, Any]) -> bool:
     return "ray_node_id" in meta
 
 
-def test_a_run_on_a_head_node_prints_the_course_layout(tmp_path: Path, ray_head: Any) -> None:
+@pytest.mark.parametrize("client", [False, True], ids=["gcs-address", "ray-client"])
+def test_a_run_on_a_head_node_prints_the_course_layout(
+    tmp_path: Path, ray_head: Any, client: bool
+) -> None:
     setup(tmp_path, 3)
+    address = ray_head.client_address if client else ray_head.address
     done = subprocess.run(
-        command(tmp_path, "--executor", "ray", "--ray-address", ray_head.address,
+        command(tmp_path, "--executor", "ray", "--ray-address", address,
                 "--concurrency", "2", "--out", "r.json"),
         cwd=tmp_path, env=ray_head.env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
@@ -88,6 +92,22 @@ def test_a_cluster_nobody_runs_is_one_error_line(
         f"ray://HOST:10001)"
     ]
     assert not list(tmp_path.glob("*.journal.jsonl")) and not (tmp_path / "calls.log").exists()
+
+
+def test_a_cluster_that_wants_a_token_says_how_to_give_it(tmp_path: Path, ray_head: Any) -> None:
+    setup(tmp_path, 1)
+    wrong = {**ray_head.env, "RAY_AUTH_TOKEN": "0" * 64}
+    run = command(tmp_path, "--executor", "ray", "--ray-address", ray_head.address,
+                  "--out", "r.json")  # fmt: skip
+    done = subprocess.run(run, cwd=tmp_path, env=wrong, capture_output=True, text=True,
+                          timeout=180)  # fmt: skip
+    assert done.returncode == 1
+    (error,) = [line for line in done.stderr.splitlines() if "Error" in line]
+    assert error.startswith(f"Error: --ray-address {ray_head.address}: Ray did not connect (")
+    assert error.endswith("give this process RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+                          "(or ~/.ray/auth_token)")  # fmt: skip
+    assert "0" * 64 not in done.stderr + done.stdout
+    assert not (tmp_path / "calls.log").exists()
 
 
 def test_without_the_extra_the_error_says_how_to_install_it(tmp_path: Path) -> None:

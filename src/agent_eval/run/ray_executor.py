@@ -54,6 +54,11 @@ RESTARTS = 3
 """Tries at starting a group again after it died, before the run gives up."""
 CLOSE_WAIT = 60.0
 """Seconds the agents' close() may take on every node together."""
+CLIENT_TRIES = 3
+"""Tries at opening a Ray Client (ray://) session. The cluster's proxy forks a server per
+session, and that server sometimes dies as it starts (a fork race between gRPC threads,
+about one session in ten here); the next session works."""
+CLIENT_SESSION_DIED = "Initialization failure from server"
 
 
 class RayExecutor:
@@ -62,7 +67,7 @@ class RayExecutor:
     def __init__(
         self, prepared: PreparedRun, plan: AttemptPlan, notice: Callable[[str], None] | None
     ) -> None:
-        self._prepared, self._plan = prepared, plan
+        self._prepared, self._plan, self._notice = prepared, plan, notice
         self.warnings: list[str] = []
 
     def run(self, pending: Sequence[int], attempt: TryAttempt, record: Record) -> bool:
@@ -72,7 +77,7 @@ class RayExecutor:
         public, secret = split_secrets(self._plan.base_options)
         with tempfile.TemporaryDirectory(prefix="agent-eval-ray-") as scratch:
             travel = gather(self._prepared, Path(scratch) / "files")
-            with _notices_on_stderr(), _connected(config.ray_address):
+            with _notices_on_stderr(), _connected(config.ray_address, self._notice):
                 nodes, here = cluster_nodes(), this_machine()
                 refuse_unreachable(config.base_url, nodes, here)
                 env = {"working_dir": ship(travel, all_here(nodes, here)),
@@ -107,28 +112,60 @@ def _notices_on_stderr() -> Iterator[None]:
 
 
 @contextmanager
-def _connected(address: str | None) -> Iterator[None]:
+def _connected(address: str | None, notice: Callable[[str], None] | None) -> Iterator[None]:
     """Connect to the cluster, or start a local one when ``address`` is None, and
     disconnect at the end; a caller's own connection is used as it is."""
     if ray.is_initialized():
         yield
         return
+    _probe(address)
     local: dict[str, Any] = {"include_dashboard": False} if address is None else {}
-    try:
-        _probe(address)
-        # "local" starts a new instance; None would join one some other program started
-        ray.init(address=address or "local", log_to_driver=False, logging_level=logging.ERROR,
-                 **local)  # fmt: skip
-    except (OSError, ValueError, RuntimeError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(
-            f"--ray-address {address}: cannot reach the Ray cluster ({reason}); start one with "
-            f"`ray start --head`, or give its address (auto, HOST:6379 or ray://HOST:10001)"
-        ) from None
+    for tried in range(1, CLIENT_TRIES + 1):
+        try:
+            # "local" starts a new instance; None would join one some other program started
+            ray.init(address=address or "local", log_to_driver=False,
+                     logging_level=logging.ERROR, **local)  # fmt: skip
+            break
+        except (OSError, ValueError, RuntimeError) as exc:
+            reason = _first_line(exc)
+            if not reason.startswith(CLIENT_SESSION_DIED) or tried == CLIENT_TRIES:
+                if address is None:
+                    raise ConfigError(f"--executor ray: a local Ray instance did not start "
+                                      f"({reason})") from None  # fmt: skip
+                raise ConfigError(
+                    f"--ray-address {address}: Ray did not connect ({reason}); if the cluster "
+                    f"uses token authentication, give this process RAY_AUTH_MODE=token and "
+                    f"RAY_AUTH_TOKEN (or ~/.ray/auth_token)"
+                ) from None
+            ray.shutdown()
+            if notice is not None:
+                notice(f"ray: the cluster's Ray Client server lost the new session as it "
+                       f"started, a known intermittent Ray fault; trying again "
+                       f"({tried + 1} of {CLIENT_TRIES})")  # fmt: skip
     try:
         yield
     finally:
         ray.shutdown()
+
+
+def _probe(address: str | None) -> None:
+    """Fail in seconds on a HOST:PORT nobody listens on (Ray itself retries for minutes)."""
+    host, sep, port = (address or "").removeprefix("ray://").rpartition(":")
+    if not (sep and host and port.isdigit()):
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_WAIT).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"--ray-address {address}: cannot reach the Ray cluster ({_first_line(exc)}); "
+            f"start one with `ray start --head`, or give its address (auto, HOST:6379 or "
+            f"ray://HOST:10001)"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def ship(travel: Travel, here: bool) -> str:
@@ -142,13 +179,6 @@ def ship(travel: Travel, here: bool) -> str:
                                        include_gitignore=False,
                                        scratch_dir=str(travel.root.parent))  # fmt: skip
     return str(env["working_dir"])
-
-
-def _probe(address: str | None) -> None:
-    """Fail in seconds on a HOST:PORT nobody listens on (Ray itself retries for minutes)."""
-    host, sep, port = (address or "").removeprefix("ray://").rpartition(":")
-    if sep and host and port.isdigit():
-        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_WAIT).close()
 
 
 class _Groups:
