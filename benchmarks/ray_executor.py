@@ -14,7 +14,7 @@ so two model calls per attempt. For each executor:
   zygotes and workers, Ray's GCS, raylets and actors), the server's left out.
 
     .venv/bin/python benchmarks/ray_executor.py [--repeats 200] [--concurrency 64]
-        [--executors local,ray,ray-3-nodes]
+        [--executors local,ray,ray-3-nodes] [--isolation attempt|worker]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 from concurrency import SCRIPT, load_average, mock_model, process_cpu
 
-from agent_eval.run.config import RunConfig
+from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
@@ -87,7 +87,7 @@ class CpuMeter:
 
 
 def timed_run(
-    executor: str, script: Path, latency: float, repeats: int, level: int
+    executor: str, script: Path, latency: float, repeats: int, level: int, isolation: Isolation
 ) -> dict[str, Any]:
     tasks = tuple(t.id for t in load_suite("part26").suite.tasks[:10])
     with mock_model(script, latency) as (base_url, server, served), \
@@ -96,7 +96,7 @@ def timed_run(
             agent="builtin:minimal", tasks="part26", task_ids=tasks, repeats=repeats,
             base_url=base_url, model="mock", concurrency=level, out=Path(scratch) / "r.json",
             trajectory_dir=Path(scratch) / "traj",
-            executor="local" if executor == "local" else "ray",
+            executor="local" if executor == "local" else "ray", isolation=isolation,
         )  # fmt: skip
         prepared = prepare(config)
         finished: list[float] = []
@@ -141,9 +141,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--executors", default="local,ray,ray-3-nodes")
+    parser.add_argument("--isolation", choices=ISOLATIONS, default="attempt")
     args = parser.parse_args()
     print(f"builtin:minimal, 10 part26 tasks x {args.repeats} repeats, concurrency "
-          f"{args.concurrency}, {1000 * args.latency:.0f} ms per model reply")  # fmt: skip
+          f"{args.concurrency}, {1000 * args.latency:.0f} ms per model reply, "
+          f"--isolation {args.isolation}")  # fmt: skip
     print(f"load average before: {load_average()}")
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.json"
@@ -155,7 +157,8 @@ def main() -> None:
                 cluster = three_nodes()
                 print(f"three-node cluster up in {time.perf_counter() - clock:.1f} s")
             try:
-                row = timed_run(executor, script, args.latency, args.repeats, args.concurrency)
+                row = timed_run(executor, script, args.latency, args.repeats, args.concurrency,
+                                args.isolation)  # fmt: skip
             finally:
                 if cluster is not None:
                     import ray

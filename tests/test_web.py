@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
+
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -9,7 +12,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from agent_eval.errors import ConfigError
-from agent_eval.web import AppServer
+from agent_eval.web import AppServer, bind
 
 
 def _app() -> Starlette:
@@ -43,3 +46,27 @@ def test_a_keep_alive_client_does_not_hold_up_stop() -> None:
         server.stop()  # the idle connection is closed, not waited for
         with pytest.raises(httpx.HTTPError):
             client.get(server.root_url + "/", timeout=2)
+
+
+def test_connections_to_a_bound_socket_have_nagle_off() -> None:
+    """asyncio, under uvicorn, sets TCP_NODELAY only on sockets it knows are TCP; with
+    Nagle on, a response's second write waits for the client's delayed ACK (40 ms)."""
+    seen: list[int] = []
+
+    class Note(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            accepted = transport.get_extra_info("socket")
+            seen.append(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def accept_one() -> None:
+        listener = bind("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Note, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(*listener.getsockname())
+            while not seen:
+                await asyncio.sleep(0.01)
+            writer.close()
+
+    asyncio.run(asyncio.wait_for(accept_one(), 10))
+    assert seen == [1]
