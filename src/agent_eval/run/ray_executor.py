@@ -133,9 +133,10 @@ def _connected(address: str | None, notice: Callable[[str], None] | None) -> Ite
                     raise ConfigError(f"--executor ray: a local Ray instance did not start "
                                       f"({reason})") from None  # fmt: skip
                 raise ConfigError(
-                    f"--ray-address {address}: Ray did not connect ({reason}); if the cluster "
-                    f"uses token authentication, give this process RAY_AUTH_MODE=token and "
-                    f"RAY_AUTH_TOKEN (or ~/.ray/auth_token)"
+                    f"--ray-address {address}: Ray did not connect ({reason}); check that a "
+                    f"cluster runs there (`ray status`), and if it uses token authentication, "
+                    f"give this process RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+                    f"~/.ray/auth_token)"
                 ) from None
             ray.shutdown()
             if notice is not None:
