@@ -82,6 +82,14 @@ def test_every_message_payload_validates_against_the_genai_schemas(
             sent = json.loads(inputs)
             assert sent[0]["role"] == "system"  # what the model was really sent, not a guess
             assert any(task in part.get("content", "") for m in sent for part in m["parts"])
+            # what Phoenix shows as the span's input and output
+            assert (chat.attributes["input.value"], chat.attributes["input.mime_type"]) == (
+                inputs,
+                "application/json",
+            )
+            said = [p.get("content", "") for p in json.loads(outputs)[0]["parts"]
+                    if p["type"] == "text"]  # fmt: skip
+            assert chat.attributes["output.value"] == "".join(said)
         root = next(s for s in spans if not s.parent)
         assert root.attributes["input.value"] == task
         assert root.attributes["output.value"] == row["answer"]

@@ -159,6 +159,7 @@ def test_traces_roles_kinds_content_and_annotations_in_phoenix(
         assert all(("llm.output_messages.0.message.role" in s["attributes"]) == content
                    for s in chats)  # fmt: skip
         assert ("input.value" in root["attributes"]) == content
+        assert all(("input.value" in s["attributes"]) == content for s in chats)
         if content:
             assert "Task:" in chats[0]["attributes"]["llm.input_messages.1.message.content"]
             continue

@@ -329,9 +329,13 @@ class _Chats:
             reply = messages.output_message(
                 str(record.get("content") or ""), parts, record.get("finish_reason")
             )
-            if inputs:
+            if inputs:  # input.value too: what a trace store shows as the span's input
                 attributes[genai.INPUT_MESSAGES] = _json(inputs)
+                attributes.update({genai.INPUT_VALUE: attributes[genai.INPUT_MESSAGES],
+                                   genai.INPUT_MIME: genai.JSON})  # fmt: skip
             attributes[genai.OUTPUT_MESSAGES] = _json([reply])
+            attributes.update({genai.OUTPUT_VALUE: str(record.get("content") or ""),
+                               genai.OUTPUT_MIME: genai.TEXT})  # fmt: skip
         return PlannedSpan(f"chat {model}", True, start_ns, end_ns, attributes)
 
     def _inputs(self, record: Mapping[str, Any]) -> list[Any]:
