@@ -133,23 +133,31 @@ def test_export_otel_command_fails_when_the_endpoint_is_down(
     )
 
 
+@pytest.mark.parametrize("executor", ["local", "ray"])
 def test_run_sends_each_attempt_as_it_finishes(
     receiver: Any,
     scripted_model: MockModelServer,
     tmp_path: Path,
     trace_follows: Callable[..., None],
+    executor: str,
 ) -> None:
+    # On Ray (a local instance the run starts) the driver still sends every trace and
+    # writes the labbook, from the attempts the cluster streams back.
     done = subprocess.run(
         [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
          "--base-url", scripted_model.base_url, "--model", "mock", "--task-id", TASK,
-         "--repeats", "2", "--out", "r.json", "--otlp-endpoint", receiver.url],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+         "--repeats", "2", "--out", "r.json", "--otlp-endpoint", receiver.url,
+         "--labbook", "lb.jsonl", "--executor", executor],
+        capture_output=True, text=True, cwd=tmp_path, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    document = json.loads((tmp_path / "r.json").read_text())
     assert len(receiver.requests) == 2
-    for row, request in zip(rows, receiver.requests, strict=True):
+    for row, request in zip(document["results"], receiver.requests, strict=True):
         trace_follows(read_trajectory(tmp_path / row["trajectory_file"]), request.spans)
+    (line,) = (tmp_path / "lb.jsonl").read_text().splitlines()
+    entry = json.loads(line)
+    assert (entry["run_id"], entry["summary"]["passed"]) == (document["run"]["run_id"], 2)
 
 
 def test_run_goes_on_when_the_trace_endpoint_is_down(tmp_path: Path) -> None:
