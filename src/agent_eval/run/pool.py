@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_eval.run.config import Isolation
 from agent_eval.run.worker import Worker
@@ -19,6 +19,8 @@ PRELOAD = [
     "multiprocessing.synchronize",  # imported late by the search index's progress bars
 ]
 """Modules every worker needs, imported once in the zygote."""
+S = TypeVar("S")
+"""A slot: a worker process here, a slot of a Ray slot group there."""
 
 
 def preload_for(spec: str) -> list[str]:
@@ -98,63 +100,85 @@ class Dispatch:
         except KeyboardInterrupt:
             workers[0].kill()
             return True
-        jobs, taking = enumerate(pending), threading.Lock()
-        stop, killed = threading.Event(), threading.Event()
-        failures: list[BaseException] = []
 
-        finished = [threading.Event() for _ in workers]
+        def when_ready(worker: Worker, key: Any, stop: threading.Event) -> Any:
+            worker.ready()  # a worker's start is not part of an attempt's time
+            return attempt(worker, key, stop)
 
-        def serve(worker: Worker, done: threading.Event) -> None:
-            try:
-                while not stop.is_set():
-                    with taking:
-                        job = next(jobs, None)
-                    if job is None:
-                        return
-                    index, key = job
-                    worker.ready()  # a worker's start is not part of an attempt's time
-                    row = attempt(worker, key, stop)
-                    if killed.is_set():
-                        return  # killed mid-attempt: not finished, so not recorded
-                    record(index, row)
-            except BaseException as exc:  # surfaced in the main thread below
-                if not killed.is_set():  # a kill cuts start-ups short too: not a failure
-                    failures.append(exc)
-                stop.set()
-            finally:
-                done.set()
-
-        threads = [
-            threading.Thread(target=serve, args=pair, daemon=True)
-            for pair in zip(workers, finished, strict=True)
-        ]
-        for thread in threads:
-            thread.start()
-        interrupted = False
+        killed, interrupted = threading.Event(), False
         try:
-            interrupted = wait_for_dispatchers(finished, stop, killed, partial(_kill_all, workers))
+            interrupted = serve_all(workers, pending, when_ready, record,
+                                    partial(_kill_all, workers), killed)  # fmt: skip
         finally:
-            for worker in workers:
-                if not killed.is_set():
-                    worker.ask_to_close()
-            for worker in workers:
-                try:
-                    if killed.is_set():
-                        worker.kill()
-                    else:
-                        worker.close()
-                except KeyboardInterrupt:  # Ctrl-C while agents close(): kill the rest
-                    killed.set()
-                    interrupted = True
+            interrupted = self._close(workers, killed) or interrupted
+        return interrupted
+
+    def _close(self, workers: list[Worker], killed: threading.Event) -> bool:
+        """Have every agent close(), or kill the workers once killed is set; True when
+        Ctrl-C came while they closed."""
+        interrupted = False
+        for worker in workers:
+            if not killed.is_set():
+                worker.ask_to_close()
+        for worker in workers:
+            try:
+                if killed.is_set():
                     worker.kill()
-                if worker.close_warning:
-                    self.warnings.append(worker.close_warning)
-        if failures:
-            raise failures[0]
+                else:
+                    worker.close()
+            except KeyboardInterrupt:  # Ctrl-C while agents close(): kill the rest
+                killed.set()
+                interrupted = True
+                worker.kill()
+            if worker.close_warning:
+                self.warnings.append(worker.close_warning)
         return interrupted
 
 
-def wait_for_dispatchers(
+def serve_all(
+    slots: Sequence[S],
+    pending: Sequence[Any],
+    attempt: Callable[[S, Any, threading.Event], Any],
+    record: Callable[[int, Any], None],
+    kill: Callable[[], None],
+    killed: threading.Event,
+) -> bool:
+    """One dispatcher thread per slot, each taking the next pending attempt and
+    recording it as it finishes; True when Ctrl-C cut the run short. The first Ctrl-C
+    drains; a second sets ``killed`` and calls ``kill``. A dispatcher's failure stops
+    the others and is raised here."""
+    jobs, taking = enumerate(pending), threading.Lock()
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def serve(slot: S, done: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                with taking:
+                    job = next(jobs, None)
+                if job is None:
+                    return
+                result = attempt(slot, job[1], stop)
+                if killed.is_set():
+                    return  # killed mid-attempt: not finished, so not recorded
+                record(job[0], result)
+        except BaseException as exc:  # surfaced in the calling thread below
+            if not killed.is_set():  # a kill cuts start-ups short too: not a failure
+                failures.append(exc)
+            stop.set()
+        finally:
+            done.set()
+
+    finished = [threading.Event() for _ in slots]
+    for pair in zip(slots, finished, strict=True):
+        threading.Thread(target=serve, args=pair, daemon=True).start()
+    interrupted = _wait(finished, stop, killed, kill)
+    if failures:
+        raise failures[0]
+    return interrupted
+
+
+def _wait(
     finished: list[threading.Event],
     stop: threading.Event,
     killed: threading.Event,

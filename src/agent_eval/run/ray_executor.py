@@ -39,7 +39,7 @@ from agent_eval.run.cluster import (
     this_machine,
 )
 from agent_eval.run.executor import Record, TryAttempt
-from agent_eval.run.pool import wait_for_dispatchers
+from agent_eval.run.pool import serve_all
 from agent_eval.run.ray_slots import SECRETS_ENV, SlotGroup, split_secrets
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.travel import Travel, gather
@@ -316,35 +316,5 @@ def _serve(
     record: Record,
 ) -> bool:  # fmt: skip
     """One driver thread per slot; first Ctrl-C drains, a second kills the groups."""
-    jobs, taking = enumerate(pending), threading.Lock()
-    stop, killed = threading.Event(), threading.Event()
-    failures: list[BaseException] = []
-
-    def serve(slot: RaySlot, done: threading.Event) -> None:
-        try:
-            while not stop.is_set():
-                with taking:
-                    job = next(jobs, None)
-                if job is None:
-                    return
-                scored = attempt(slot, job[1], stop)
-                if killed.is_set():
-                    return  # killed mid-attempt: not finished, so not recorded
-                record(job[0], scored)
-        except BaseException as exc:
-            if not killed.is_set():
-                failures.append(exc)
-            stop.set()
-        finally:
-            done.set()
-
-    finished = []
-    for node, _ in groups.slots:
-        done = threading.Event()
-        finished.append(done)
-        slot = RaySlot(groups, node, plan)
-        threading.Thread(target=serve, args=(slot, done), daemon=True).start()
-    interrupted = wait_for_dispatchers(finished, stop, killed, groups.kill)
-    if failures:
-        raise failures[0]
-    return interrupted
+    slots = [RaySlot(groups, node, plan) for node, _ in groups.slots]
+    return serve_all(slots, pending, attempt, record, groups.kill, threading.Event())
