@@ -301,8 +301,8 @@ class RaySlot:
             scored: Scored = ray.get(handle.run_try.remote(task, attempt))
         except (RayActorError, ObjectLostError) as exc:  # the group died, or its node did
             self.groups.lost(self.node, handle)
-            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            scored = run_attempt(self.plan, _Lost(f"ray slot group died: {why}"), task, attempt)
+            lost = _Lost(f"ray slot group died: {_first_line(exc)}")
+            scored = run_attempt(self.plan, lost, task, attempt)
         except RayTaskError as exc:
             if isinstance(exc.cause, AgentEvalError):  # a slot's build() failed
                 raise exc.cause from None
