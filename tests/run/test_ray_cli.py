@@ -50,6 +50,8 @@ def ran_on_ray(tmp_path: Path, row: dict[str, Any]) -> bool:
     return "ray_node_id" in meta
 
 
+# A Ray Client session lost as it starts costs 30-40 s before the run tries again.
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("client", [False, True], ids=["gcs-address", "ray-client"])
 def test_a_run_on_a_head_node_prints_the_course_layout(
     tmp_path: Path, ray_head: Any, client: bool
@@ -94,6 +96,7 @@ def test_a_cluster_nobody_runs_is_one_error_line(
     assert not list(tmp_path.glob("*.journal.jsonl")) and not (tmp_path / "calls.log").exists()
 
 
+@pytest.mark.timeout(300)  # Ray itself gives up on a refused driver after 20-30 s
 def test_a_cluster_that_wants_a_token_says_how_to_give_it(tmp_path: Path, ray_head: Any) -> None:
     setup(tmp_path, 1)
     wrong = {**ray_head.env, "RAY_AUTH_TOKEN": "0" * 64}
