@@ -10,11 +10,19 @@ so two model calls per attempt. For each executor:
   cluster is up before, as a user's cluster is, and its start is printed apart);
 - ratio: wall / ideal, ideal = calls x latency / concurrency;
 - steady: the ratio once started, (last finish - first finish) / (ideal - 2 x latency);
-- cpu ms/attempt: every process of the harness and of Ray on this machine (this one, the
-  zygotes and workers, Ray's GCS, raylets and actors), the server's left out.
+- cpu ms/attempt: the machine's busy CPU time over the run, less the scripted server's,
+  per attempt: the harness, Ray's processes, the attempts' copies and the kernel's work
+  for them (run it on an otherwise idle machine: the load average is printed);
+  steady cpu ms: the same between the first and the last finished attempt.
+
+The run's results, journal and trajectories go to --scratch, by default a RAM-backed
+folder when the machine has one (/dev/shm), so that the figures are the harness's and
+not the disk's: on ext4 mounted without a journal, creating a file scans past the
+inodes deleted in the last minutes, so one run's deleted trajectories would make the
+next run's cost more (0.6-0.8 ms per file here, against 0.005 ms in RAM).
 
     .venv/bin/python benchmarks/ray_executor.py [--repeats 200] [--concurrency 64]
-        [--executors local,ray,ray-3-nodes] [--isolation attempt|worker]
+        [--executors local,ray,ray-3-nodes] [--isolation attempt|worker] [--scratch DIR]
 """
 
 from __future__ import annotations
@@ -24,7 +32,6 @@ import json
 import os
 import signal
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,62 +43,32 @@ from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
 TICK = os.sysconf("SC_CLK_TCK")
+MEMORY = "/dev/shm"
 
 
-class CpuMeter:
-    """CPU seconds of a process tree, sampled every 0.2 s from /proc: each process's own
-    user and system time, from when it is first seen (or the start) to its last sample.
-    Ray's processes are not all reaped by this one, so rusage would miss them; this misses
-    only what a process spends in its last 0.2 s or a life shorter than that."""
+def busy_cpu() -> float:
+    """CPU seconds this machine's cores have been busy (user, system, interrupts, steal),
+    from /proc/stat. It counts every process, however short its life: Ray's, whose
+    parents are not this one, and the copies of ``--isolation attempt``, which live for
+    one attempt."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / TICK  # less idle and iowait
 
-    def __init__(self, root: int, leave_out: int) -> None:
-        self._root, self._leave_out = root, leave_out
-        self._first: dict[int, float] = {}
-        self._last: dict[int, float] = {}
-        self._done = threading.Event()
-        self._sample(baseline=True)
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
 
-    def _loop(self) -> None:
-        while not self._done.wait(0.2):
-            self._sample(baseline=False)
-
-    def _sample(self, baseline: bool) -> None:
-        parents: dict[int, int] = {}
-        times: dict[int, float] = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-            times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICK
-        children: dict[int, list[int]] = {}
-        for pid, parent in parents.items():
-            children.setdefault(parent, []).append(pid)
-        stack = [self._root]
-        while stack:
-            pid = stack.pop()
-            self._first.setdefault(pid, times.get(pid, 0.0) if baseline else 0.0)
-            self._last[pid] = times.get(pid, self._last.get(pid, 0.0))
-            stack.extend(c for c in children.get(pid, []) if c != self._leave_out)
-
-    def stop(self) -> float:
-        self._done.set()
-        self._thread.join()
-        self._sample(baseline=False)
-        return sum(self._last[pid] - self._first[pid] for pid in self._last)
+def cpu_split(server: int) -> tuple[float, float]:
+    """CPU seconds so far of the harness (the machine's busy time less the scripted
+    server's) and of the server."""
+    served = process_cpu(server)
+    return busy_cpu() - served, served
 
 
 def timed_run(
-    executor: str, script: Path, latency: float, repeats: int, level: int, isolation: Isolation
-) -> dict[str, Any]:
+    executor: str, script: Path, latency: float, repeats: int, level: int,
+    isolation: Isolation, scratch_in: str | None,
+) -> dict[str, Any]:  # fmt: skip
     tasks = tuple(t.id for t in load_suite("part26").suite.tasks[:10])
     with mock_model(script, latency) as (base_url, server, served), \
-            tempfile.TemporaryDirectory() as scratch:  # fmt: skip
+            tempfile.TemporaryDirectory(dir=scratch_in) as scratch:  # fmt: skip
         config = RunConfig(
             agent="builtin:minimal", tasks="part26", task_ids=tasks, repeats=repeats,
             base_url=base_url, model="mock", concurrency=level, out=Path(scratch) / "r.json",
@@ -100,20 +77,27 @@ def timed_run(
         )  # fmt: skip
         prepared = prepare(config)
         finished: list[float] = []
-        meter, server_cpu = CpuMeter(os.getpid(), server), process_cpu(server)
-        start = time.perf_counter()
-        execute(prepared, lambda row: finished.append(time.perf_counter()))
+        steady: list[float] = []  # the harness's CPU at the first and the last finish
+
+        def on_attempt(row: object) -> None:
+            finished.append(time.perf_counter())
+            if len(finished) in (1, prepared.attempts):
+                steady.append(cpu_split(server)[0])
+
+        before, start = cpu_split(server), time.perf_counter()
+        execute(prepared, on_attempt)
         wall = time.perf_counter() - start
-        cpu, server_cpu = meter.stop(), process_cpu(server) - server_cpu
-    calls = served[0]
+        cpu, server_cpu = (b - a for a, b in zip(before, cpu_split(server), strict=True))
+    calls, attempts = served[0], prepared.attempts
     ideal = calls * latency / level
     first = finished[0] - start - 2 * latency
     return {
-        "executor": executor, "attempts": prepared.attempts, "calls": calls,
+        "executor": executor, "attempts": attempts, "calls": calls,
         "wall s": round(wall, 2), "ideal s": round(ideal, 2), "ratio": round(wall / ideal, 2),
         "start s": round(first, 2),
         "steady": round((finished[-1] - finished[0]) / (ideal - 2 * latency), 2),
-        "cpu ms/attempt": round(1000 * cpu / prepared.attempts, 1),
+        "cpu ms/attempt": round(1000 * cpu / attempts, 1),
+        "steady cpu ms": round(1000 * (steady[1] - steady[0]) / (attempts - 1), 1),
         "server ms/call": round(1000 * server_cpu / calls, 2),
     }  # fmt: skip
 
@@ -142,10 +126,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--executors", default="local,ray,ray-3-nodes")
     parser.add_argument("--isolation", choices=ISOLATIONS, default="attempt")
+    parser.add_argument("--scratch", default=MEMORY if Path(MEMORY).is_dir() else None,
+                        help="the folder for each run's outputs (default: /dev/shm when "
+                        "there is one, else the system temporary folder)")  # fmt: skip
     args = parser.parse_args()
     print(f"builtin:minimal, 10 part26 tasks x {args.repeats} repeats, concurrency "
           f"{args.concurrency}, {1000 * args.latency:.0f} ms per model reply, "
           f"--isolation {args.isolation}")  # fmt: skip
+    print(f"outputs in {args.scratch or tempfile.gettempdir()}")
     print(f"load average before: {load_average()}")
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.json"
@@ -158,7 +146,7 @@ def main() -> None:
                 print(f"three-node cluster up in {time.perf_counter() - clock:.1f} s")
             try:
                 row = timed_run(executor, script, args.latency, args.repeats, args.concurrency,
-                                args.isolation)  # fmt: skip
+                                args.isolation, args.scratch)  # fmt: skip
             finally:
                 if cluster is not None:
                     import ray
