@@ -70,7 +70,12 @@ def test_search_then_finish(mock_model: Start, agent_options: Options, mode: str
     model, tool, final, stop = result["trajectory"]
     assert set(model) == MODEL_KEYS and "tool" not in model
     assert (model["role"], model["tool_calls"]) == ("agent", ["search_documents"])
-    assert set(tool) == TOOL_KEYS
+    # natively, the record keeps the call's id, which the model's next input quotes back
+    assert set(tool) == (TOOL_KEYS | {"call_id"} if mode == "native" else TOOL_KEYS)
+    if mode == "native":
+        answered = [p["id"] for m in final["input"] for p in m["parts"]
+                    if p["type"] == "tool_call_response"]  # fmt: skip
+        assert answered == [tool["call_id"]] and tool["call_id"]
     assert (tool["tool"], tool["args"], tool["error"]) == (
         "search_documents",
         {"query": "lamp lit"},

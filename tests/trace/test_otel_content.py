@@ -111,9 +111,11 @@ def test_a_tool_call_and_its_result_reach_the_next_model_call(
     call = next(p for p in asked["parts"] if p["type"] == "tool_call")
     assert call["name"] == tool.attributes["gen_ai.tool.name"]
     later = json.loads(chats[1].attributes["gen_ai.input.messages"])
-    responses = [p["response"] for m in later for p in m["parts"]
-                 if p["type"] == "tool_call_response"]  # fmt: skip
-    assert responses and result in responses[0]
+    responses = [p for m in later for p in m["parts"] if p["type"] == "tool_call_response"]
+    assert responses and result in responses[0]["response"]
+    # one id links the model's request, the tool's span and the result the model read
+    assert call["id"] and call["id"] == tool.attributes["gen_ai.tool.call.id"]
+    assert responses[0]["id"] == call["id"]
 
 
 def test_without_content_no_message_text_or_answer_goes_out(

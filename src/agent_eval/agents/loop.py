@@ -117,7 +117,8 @@ def tool_loop(
             if seen[key] >= REPEAT_LIMIT:
                 raise Stop("repeated_call", f"{call.name} called {REPEAT_LIMIT} times with {key}")
             session.check_budget(steps_needed=0)
-            observed = session.use_tool(call.name, call.args, call.refusal)
+            native_id = None if json_mode else call.id  # a JSON action's id is our own
+            observed = session.use_tool(call.name, call.args, call.refusal, native_id)
             text = observed.result
             if seen[key] > 1:
                 text += "\n(You already made this exact call; try something else or finish.)"

@@ -186,8 +186,15 @@ class Session:
             }
         )
 
-    def use_tool(self, name: str, args: dict[str, Any], refusal: str | None = None) -> Observation:
-        """Run one tool (or record a refusal decided by the agent), count the step, record it."""
+    def use_tool(
+        self,
+        name: str,
+        args: dict[str, Any],
+        refusal: str | None = None,
+        call_id: str | None = None,
+    ) -> Observation:
+        """Run one tool (or record a refusal decided by the agent), count the step, record it.
+        ``call_id`` is the id of the model's request for it, which its result quotes back."""
         started = time.monotonic()
         if refusal is not None:
             seen = Observation(refusal, error=True)
@@ -200,16 +207,17 @@ class Session:
             if not seen.error:
                 self.sources.add_observation(name, args, seen.result)
         self.steps += 1
-        self.trajectory.append(
-            {
-                "type": "tool",
-                "tool": name,
-                "args": args,
-                "error": seen.error,
-                "result": seen.result[:RECORD_CHARS],
-                "seconds": round(time.monotonic() - started, 3),
-            }
-        )
+        record = {
+            "type": "tool",
+            "tool": name,
+            "args": args,
+            "error": seen.error,
+            "result": seen.result[:RECORD_CHARS],
+            "seconds": round(time.monotonic() - started, 3),
+        }
+        if call_id is not None:
+            record["call_id"] = call_id
+        self.trajectory.append(record)
         return seen
 
     def run(self, body: Callable[[], str]) -> dict[str, Any]:

@@ -353,14 +353,15 @@ class _Chats:
 
 
 def _requested(calls: list[str], following: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Tool-call parts, with the arguments of the tool records that carried them out."""
+    """Tool-call parts, with the arguments and call ids of the tool records that carried
+    them out."""
     pending = [r for r in _until_next_model(following) if r.get("type") == "tool"]
     parts = []
     for name in calls:
-        done = next((r for r in pending if r.get("tool") == name), None)
-        if done is not None:
+        done: Mapping[str, Any] = next((r for r in pending if r.get("tool") == name), {})
+        if done:
             pending.remove(done)
-        parts.append(messages.tool_call(name, done.get("args") if done else None))
+        parts.append(messages.tool_call(name, done.get("args"), done.get("call_id")))
     return parts
 
 
@@ -385,6 +386,8 @@ def _tool_span(record: Mapping[str, Any], content: bool, start_ns: int, end_ns: 
         genai.INPUT_VALUE: arguments,
         genai.INPUT_MIME: genai.JSON,
     }
+    if record.get("call_id"):
+        attributes[genai.TOOL_CALL_ID] = str(record["call_id"])
     if record.get("role"):
         attributes[genai.ROLE] = str(record["role"])
     error = genai.TOOL_ERROR if record.get("error") else None
