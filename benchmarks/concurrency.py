@@ -11,8 +11,13 @@ a line through the two points splits the wall time into a fixed part (start-up: 
 zygote, N workers and their build(), plus the last, partly filled round) and a steady
 ratio: extra wall time per extra ideal second once the run is going.
 
+Each run's outputs go to --scratch, by default a RAM-backed folder when the machine has
+one, so that the figures are the harness's and not the disk's (benchmarks/RESULTS.md,
+executors: on a disk without a journal, one run's deleted files make the next run's new
+files cost more).
+
     .venv/bin/python benchmarks/concurrency.py [--repeats 20] [--latency 0.1] [--levels 1,8,32]
-        [--isolation attempt|worker]
+        [--isolation attempt|worker] [--scratch DIR]
 """
 
 from __future__ import annotations
@@ -77,6 +82,17 @@ def mock_model(script: Path, latency: float) -> Iterator[tuple[str, int, list[in
         served.append(int(count.group(1)) if count else -1)
 
 
+MEMORY = Path("/dev/shm")
+
+
+def add_scratch_option(parser: argparse.ArgumentParser) -> None:
+    """--scratch: where each run writes its results, journal and trajectories."""
+    default = str(MEMORY) if MEMORY.is_dir() else None
+    parser.add_argument("--scratch", default=default,
+                        help="the folder for each run's outputs (default: /dev/shm when "
+                        "there is one, else the system temporary folder)")  # fmt: skip
+
+
 def cpu_seconds() -> float:
     """CPU used by this process and every descendant it has waited for (the zygote and,
     through it, the workers; the server is waited for only after the measurement)."""
@@ -95,11 +111,12 @@ def process_cpu(pid: int) -> float:
 
 
 def timed_run(
-    script: Path, latency: float, level: int, repeats: int, isolation: Isolation
-) -> Timing:
+    script: Path, latency: float, level: int, repeats: int, isolation: Isolation,
+    scratch_in: str | None,
+) -> Timing:  # fmt: skip
     """One harness run; the server starts before and stops after the timed part."""
     with mock_model(script, latency) as (base_url, server, served), \
-            tempfile.TemporaryDirectory() as scratch:  # fmt: skip
+            tempfile.TemporaryDirectory(dir=scratch_in) as scratch:  # fmt: skip
         config = RunConfig(
             agent="builtin:minimal", tasks="part26", repeats=repeats,
             base_url=base_url, model="mock", concurrency=level, isolation=isolation,
@@ -142,19 +159,23 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--isolation", choices=ISOLATIONS, default="attempt")
+    add_scratch_option(parser)
     args = parser.parse_args()
     tasks = len(load_suite("part26").suite.tasks)
     print(f"builtin:minimal, part26 {tasks} tasks x {args.repeats} repeats, "
           f"{1000 * args.latency:.0f} ms per model reply, server in its own process, "
           f"--isolation {args.isolation}")  # fmt: skip
+    print(f"outputs in {args.scratch or tempfile.gettempdir()}")
     print(f"load average before: {load_average()}")
     print(" ".join(f"{c:>{max(len(c), 7)}}" for c in COLUMNS))
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.json"
         script.write_text(json.dumps(SCRIPT), encoding="utf-8")
         for level in (int(x) for x in args.levels.split(",")):
-            short = timed_run(script, args.latency, level, math.ceil(level / tasks), args.isolation)
-            full = timed_run(script, args.latency, level, args.repeats, args.isolation)
+            short = timed_run(script, args.latency, level, math.ceil(level / tasks),
+                              args.isolation, args.scratch)  # fmt: skip
+            full = timed_run(script, args.latency, level, args.repeats, args.isolation,
+                             args.scratch)  # fmt: skip
             ideal, ideal_short = (t.calls * args.latency / level for t in (full, short))
             steady = (full.wall - short.wall) / (ideal - ideal_short)
             row = (level, full.calls, f"{full.wall:.2f}", f"{ideal:.2f}",

@@ -36,14 +36,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from concurrency import SCRIPT, load_average, mock_model, process_cpu
+from concurrency import SCRIPT, add_scratch_option, load_average, mock_model, process_cpu
 
 from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
 from agent_eval.suite import load_suite
 
 TICK = os.sysconf("SC_CLK_TCK")
-MEMORY = "/dev/shm"
 
 
 def busy_cpu() -> float:
@@ -126,9 +125,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--executors", default="local,ray,ray-3-nodes")
     parser.add_argument("--isolation", choices=ISOLATIONS, default="attempt")
-    parser.add_argument("--scratch", default=MEMORY if Path(MEMORY).is_dir() else None,
-                        help="the folder for each run's outputs (default: /dev/shm when "
-                        "there is one, else the system temporary folder)")  # fmt: skip
+    add_scratch_option(parser)
     args = parser.parse_args()
     print(f"builtin:minimal, 10 part26 tasks x {args.repeats} repeats, concurrency "
           f"{args.concurrency}, {1000 * args.latency:.0f} ms per model reply, "
