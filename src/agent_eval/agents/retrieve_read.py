@@ -42,7 +42,7 @@ def build(options: dict[str, Any]) -> None:
     server whether its model has a chat template (every attempt then knows)."""
     client = _clients.warm(options)
     if client is not None and not options.get("prompt_style"):
-        _style_from_server(client, client.base_url)
+        _style_from_server(client)
 
 
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def _retrieve_then_read(session: Session, task: str, style: str) -> str:
     # then says there are no passages, and an honest model says so.
     passages = "" if found.error else found.result
     if style == "auto":
-        style, why = _style_from_server(session.client, session.client.base_url)
+        style, why = _style_from_server(session.client)
         session.notes.append(f"prompt style {style} ({why})")
     model = session.config.model
     if style == "completion":
@@ -91,16 +91,16 @@ def _retrieve_then_read(session: Session, task: str, style: str) -> str:
     return reading_prompts.clean_answer(reply.content or "")
 
 
-def _style_from_server(client: ChatClient, base_url: str) -> tuple[str, str]:
+def _style_from_server(client: ChatClient) -> tuple[str, str]:
     """``completion`` when the server says the model has no chat template, else ``chat``."""
     with _lock:
-        template = _templates.get(base_url)
+        template = _templates.get(client.base_url)
     if template is None:
         reported = client.health().get("chat_template")
         if isinstance(reported, bool):  # silence (or a server not up yet) is asked again
             template = reported
             with _lock:
-                _templates[base_url] = template
+                _templates[client.base_url] = template
     if template is False:
         return "completion", "the server reports no chat template"
     if template:

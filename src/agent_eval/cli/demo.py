@@ -71,9 +71,8 @@ def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = D
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     echo("starting the embedded model server (the first start assembles the model file) ...")
     with model_server(plan.parallel, plan.out_dir / "serve-model.log") as (base_url, info):
-        engine = f"{info['engine']} via {info['engine_binding']}"
         echo(
-            f"measuring {info['model_file']} ({info['quant']}) on {engine} "
+            f"measuring {info['model_file']} ({info['quant']}) on {_engine(info)} "
             f"{info['engine_version']}, {plan.parallel} instance(s), temperature "
             f"{plan.temperature:g} with a seed per attempt (run seed {plan.seed}), at most "
             f"{plan.reply_tokens} tokens per reply, {plan.repeats} repeat(s) per task"
@@ -126,7 +125,7 @@ def _run_agent(
         },
         seed=plan.seed,
         quant=str(info["quant"]),
-        engine=f"{info['engine']} via {info['engine_binding']}",
+        engine=_engine(info),
         engine_version=str(info["engine_version"]),
         notes=f"agent-eval demo: {info['model_file']} served locally",
         out=out,
@@ -146,6 +145,11 @@ def _run_agent(
 
         execute(prepared, on_attempt)
     return out
+
+
+def _engine(info: dict[str, Any]) -> str:
+    """The engine as the server describes it: "llama.cpp via llama-cpp-python"."""
+    return f"{info['engine']} via {info['engine_binding']}"
 
 
 def _require_local_extra() -> None:

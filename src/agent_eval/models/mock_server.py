@@ -171,7 +171,7 @@ class MockModelServer:
                 f"the script has no reply for turn {turn}: no rule matched and it has "
                 f"{len(self.script.replies)} replies and no default; add one",
             )
-        if text and isinstance(prompt, str):
+        if text and isinstance(prompt, str):  # checked above; said again for the type checker
             body = render_text_completion(reply, prompt, model)
         else:
             body = render_completion(reply, request, model, turn)
@@ -219,23 +219,13 @@ def render_completion(
     elif reply.tool_calls:
         first = reply.tool_calls[0]
         message["content"] = render_action(first.name, first.arguments)
-    if reply.usage is not None:
-        prompt, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
-    else:
-        # About four characters a token: deterministic, and grows with the context.
-        prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
-        completion = max(1, len(json.dumps(message)) // 4)
     return {
         "id": f"chatcmpl-mock-{turn}",
         "object": "chat.completion",
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": _usage(reply, json.dumps(request.get("messages", [])), json.dumps(message)),
     }
 
 
@@ -248,22 +238,25 @@ def render_text_completion(reply: Reply, prompt: str, model: str) -> dict[str, A
         text = render_action(reply.tool_calls[0].name, reply.tool_calls[0].arguments)
     else:
         text = reply.content or reply.cut or ""
-    if reply.usage is not None:
-        prompt_tokens, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
-    else:
-        prompt_tokens, completion = max(1, len(prompt) // 4), max(1, len(text) // 4)
     return {
         "id": "cmpl-mock",
         "object": "text_completion",
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "text": text, "finish_reason": finish_reason}],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion,
-            "total_tokens": prompt_tokens + completion,
-        },
+        "usage": _usage(reply, prompt, text),
     }
+
+
+def _usage(reply: Reply, sent: str, said: str) -> dict[str, int]:
+    """The scripted usage, or about four characters a token of what was sent and said:
+    deterministic, and it grows with the context."""
+    if reply.usage is not None:
+        prompt, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
+    else:
+        prompt, completion = max(1, len(sent) // 4), max(1, len(said) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}  # fmt: skip
 
 
 def _error(status: int, message: str) -> tuple[int, dict[str, str], bytes]:

@@ -179,7 +179,8 @@ def _test_name(pairs: list[stats.PairCount], permutation: PermutationTest) -> st
     return "exact within-task permutation"
 
 
-def _p(value: float | None) -> str:
+def p_words(value: float | None) -> str:
+    """A p-value for a sentence: "< 0.001", "= 0.042", or "undefined"."""
     if value is None:
         return "undefined"
     return "< 0.001" if value < 0.001 else f"= {value:.3f}"
@@ -250,17 +251,17 @@ def verdict(r: dict[str, Any]) -> str:
     if fixed_ok:
         claim_b = (
             f"Claim (b), on exactly this suite: B is {direction} A beyond attempt noise "
-            f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])})."
+            f"({r['fixed_suite_test']}, p {p_words(r['p_fixed_suite'])})."
         )
     else:
         claim_b = (
             "Claim (b), on exactly this suite: the difference is within attempt noise "
-            f"({r['fixed_suite_test']}, p {_p(r['p_fixed_suite'])})."
+            f"({r['fixed_suite_test']}, p {p_words(r['p_fixed_suite'])})."
         )
     if pop_ok:
         claim_a = (
             f"Claim (a), on tasks like these: B is {direction} A (paired t p "
-            f"{_p(r['p_population'])})."
+            f"{p_words(r['p_population'])})."
         )
     elif r["p_population"] is None and "p_population" in r["not_estimable"]:
         claim_a = (
@@ -270,7 +271,7 @@ def verdict(r: dict[str, Any]) -> str:
     else:
         claim_a = (
             "Claim (a), on tasks like these: not shown; the paired t test gives p "
-            f"{_p(r['p_population'])}, and a claim about other tasks needs more of them."
+            f"{p_words(r['p_population'])}, and a claim about other tasks needs more of them."
         )
     warning = (
         " The suites differ: only the shared task ids were paired." if r["suite_changed"] else ""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
-from agent_eval.report.compare import compare_runs
+from agent_eval.report.compare import compare_runs, p_words
 from agent_eval.report.summary import summarise_run
 from agent_eval.results import RunResults
 
@@ -104,17 +104,17 @@ def pair_verdict(b: str, a: str, r: dict[str, Any]) -> list[str]:
             )
         return lines
     if p_fixed <= ALPHA:
-        fixed = f"real on exactly these {n} tasks (p {_p(p_fixed)}, {r['fixed_suite_test']})"
+        fixed = f"real on exactly these {n} tasks (p {p_words(p_fixed)}, {r['fixed_suite_test']})"
     else:
         fixed = (
             f"within attempt noise, even on exactly these {n} tasks "
-            f"(p {_p(p_fixed)}, {r['fixed_suite_test']})"
+            f"(p {p_words(p_fixed)}, {r['fixed_suite_test']})"
         )
     lines = [f"{head}: {fixed}."]
     if p_pop is not None and p_pop <= ALPHA:
-        lines.append(f"  Also shown for tasks like these (paired t p {_p(p_pop)}).")
+        lines.append(f"  Also shown for tasks like these (paired t p {p_words(p_pop)}).")
         return lines
-    lines.append(f"  Not shown for tasks like these (paired t p {_p(p_pop)}); {_more(r)}.")
+    lines.append(f"  Not shown for tasks like these (paired t p {p_words(p_pop)}); {_more(r)}.")
     return lines
 
 
@@ -132,12 +132,6 @@ def _more(r: dict[str, Any]) -> str:
     if r["repeats_needed"] is not None:
         return f"{tasks}, or about {r['repeats_needed']} attempts per task at {r['tasks']} tasks"
     return tasks
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "undefined"
-    return "< 0.001" if value < 0.001 else f"= {value:.3f}"
 
 
 def _unstable(runs: Sequence[RunResults]) -> list[str]:
