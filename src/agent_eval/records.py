@@ -20,11 +20,13 @@ from pydantic import (
     model_validator,
 )
 
-RESULTS_SCHEMA = 2
+RESULTS_SCHEMA = 3
 """Version of the results-file and trajectory shape; bumped on incompatible change.
 
 1 keyed rows by ``task_id``, named ``checks.forbidden_found`` and wrote null for a check
-the task does not ask for; 2 keeps the course harness's keys and values exactly."""
+the task does not ask for; 2 kept the course harness's row keys and values; 3 adds its
+per-task keys (``steps_min``..., ``first_failure`` the checks object), its
+``tools_used`` with repeats and its attempt-major row order."""
 
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -356,7 +358,8 @@ class Checks(Strict):
     within_steps: bool
     """Whether the steps were within max_steps; true when the task has no limit."""
     tools_used: list[str]
-    """Tool names found in the trajectory, in first-use order."""
+    """Every trajectory record's ``tool``, in order, repeats included (deduplicated in
+    files of schema 2 and older)."""
     passed: bool
     """True when every check holds."""
     within_tokens: bool = True
@@ -396,8 +399,9 @@ class AgentReply(Strict):
     """Output tokens, when the agent reports them."""
     seconds: float | None = Field(default=None, ge=0)
     """The agent's own timing; the harness measures wall time regardless."""
-    stopped: str = "finished"
-    """Why the agent stopped (a StopReason for the shipped agents)."""
+    stopped: str = ""
+    """Why the agent stopped (a StopReason for the shipped agents); empty when it does
+    not say, as the course records it."""
     trajectory: list[dict[str, Any]] = Field(default_factory=list)
     """The agent's JSON records, written after the meta line."""
     roles: dict[str, int] | None = None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.errors import ResultsError
-from agent_eval.records import Checks
+from agent_eval.records import RESULTS_SCHEMA, Checks
 from agent_eval.results import (
     AttemptResult,
     Journal,
@@ -22,37 +22,69 @@ from agent_eval.results import (
 )
 
 DATA = Path(__file__).with_name("data")
-SHAPES = ["course-results.json", "schema1-results.json"]
+COURSE_CLASSES = [  # attempt-major, as the course harness wrote them
+    ("port", 1, "passed"), ("backup-day", 1, "wrong_answer"), ("machines", 1, "over_budget"),
+    ("review-date", 1, "passed"), ("window", 1, "passed"), ("list-files", 1, "wrong_answer"),
+    ("port", 2, "passed"), ("backup-day", 2, "wrong_answer"), ("machines", 2, "over_budget"),
+    ("review-date", 2, "over_budget"), ("window", 2, "wrong_answer"),
+    ("list-files", 2, "wrong_answer"),
+]  # fmt: skip
+SCHEMA_1_CLASSES = [
+    ("r-gateway-port", 1, "passed"), ("r-gateway-port", 2, "passed"),
+    ("r-backup-window", 1, "wrong_answer"), ("r-backup-window", 2, "passed"),
+    ("t-list-workspace", 1, "over_budget"), ("t-list-workspace", 2, "passed"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", SHAPES)
-def test_every_shape_gives_the_same_records(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "schema", "classes"),
+    [("course-results.json", None, COURSE_CLASSES), ("schema1-results.json", 1, SCHEMA_1_CLASSES)],
+)
+def test_every_shape_loads_into_the_current_records(
+    name: str, schema: int | None, classes: list[tuple[str, int, str]]
+) -> None:
     rows = list(iter_rows(DATA / name))
-    course = list(iter_rows(DATA / "course-results.json"))
-    strip = {"failure_class", "checks"}
-    assert [r.model_dump(exclude=strip) for r in rows] == [
-        r.model_dump(exclude=strip) for r in course
-    ]
-    assert [r.failure_class for r in rows] == [
-        "passed", "passed", "wrong_answer", "passed", "over_budget", "passed"
-    ]  # fmt: skip
-    assert [r.checks.forbidden for r in rows] == [[]] * 6
+    assert [(r.id, r.attempt, r.failure_class) for r in rows] == classes
     loaded = load_results(DATA / name)
     assert [(a.id, a.attempt, a.passed) for a in loaded.rows] == [
         (r.id, r.attempt, r.passed) for r in rows
     ]
-    assert loaded.schema == (None if name.startswith("course") else 1)
+    assert loaded.schema == schema
     head = read_head(DATA / name)
-    assert head.run == loaded.run and [t.id for t in head.per_task] == [
-        "r-gateway-port", "r-backup-window", "t-list-workspace"
+    ids = list(dict.fromkeys(r.id for r in rows))
+    assert head.run == loaded.run and [t.id for t in head.per_task] == ids
+
+
+def test_old_per_task_keys_and_sentences_move_to_the_current_keys() -> None:
+    head = read_head(DATA / "schema1-results.json")
+    first = head.per_task[0]
+    assert (first.steps_min, first.steps_max, first.tokens_min, first.tokens_max) == (
+        4, 4, 6120, 6240
+    )  # fmt: skip
+    failed = head.per_task[1]
+    # Schema 1 kept a sentence; its checks object was never recorded.
+    assert failed.first_failure is None and failed.first_failure_reason
+
+
+def test_a_course_per_task_view_keeps_the_checks_of_the_first_failure() -> None:
+    head = read_head(DATA / "course-results.json")
+    document = json.loads((DATA / "course-results.json").read_text())
+    dumped = [t.model_dump(exclude_none=True) for t in head.per_task]
+    assert dumped == [{k: v for k, v in t.items() if v is not None} for t in document["per_task"]]
+    review = head.per_task[3]
+    assert review.first_failure is not None and review.first_failure["within_steps"] is False
+    assert review.first_failure["tools_used"] == [
+        "search_documents", "search_documents", "read_file", "search_documents"
     ]  # fmt: skip
 
 
 def test_a_newer_schema_is_refused_with_the_fix(tmp_path: Path) -> None:
     document = json.loads((DATA / "course-results.json").read_text())
     path = tmp_path / "new.json"
-    path.write_text(json.dumps({"schema": 3, **document}))
-    with pytest.raises(ResultsError, match=r"schema 3 is newer than this agent-eval reads "):
+    path.write_text(json.dumps({"schema": RESULTS_SCHEMA + 1, **document}))
+    with pytest.raises(
+        ResultsError, match=rf"schema {RESULTS_SCHEMA + 1} is newer than this agent-eval reads "
+    ):
         list(iter_rows(path))
 
 
@@ -72,7 +104,7 @@ def test_a_journal_reads_while_it_is_written(tmp_path: Path) -> None:
     with path.open("ab") as handle:
         handle.write(row_json(_row("a", 2)).encode()[:40])  # an append in progress
     header, rows = read_journal(path)
-    assert header == {"schema": 2, "run_id": "x"}
+    assert header == {"schema": RESULTS_SCHEMA, "run_id": "x"}
     # The retry replaced the attempt's infra error; the torn line is not a row yet.
     assert [(r.id, r.attempt, r.failure_class) for r in rows] == [
         ("a", 1, "passed"), ("b", 1, "passed")

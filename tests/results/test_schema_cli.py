@@ -1,5 +1,5 @@
 """What `agent-eval run` writes keeps the course harness's keys, order and formats, with
-agent-eval's own keys after them (schema 2)."""
+agent-eval's own keys after them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from test_old_files_cli import COURSE_CHECKS, COURSE_KEYS, cli
+
+from agent_eval.records import RESULTS_SCHEMA
 
 AGENT = """
 SCAFFOLD_NAME = "fixed"
@@ -21,8 +23,8 @@ RUN_KEYS = ["lab", "run_id", "scaffold", "agent_entry_point", "task_set", "task_
             "host", "date", "wall_seconds", "notes", "summary"]  # fmt: skip
 SUMMARY_KEYS = ["runs", "passed", "success_rate", "mean_steps", "mean_tokens", "mean_seconds",
                 "total_tokens", "stdev_steps", "stdev_tokens"]  # fmt: skip
-PER_TASK_KEYS = ["id", "attempts", "successes", "success_rate", "min_steps", "max_steps",
-                 "min_tokens", "max_tokens", "first_failure"]  # fmt: skip
+PER_TASK_KEYS = ["id", "category", "attempts", "successes", "success_rate", "steps_min",
+                 "steps_max", "tokens_min", "tokens_max", "first_failure"]  # fmt: skip
 
 
 def test_a_run_writes_the_course_keys_first(
@@ -35,7 +37,10 @@ def test_a_run_writes_the_course_keys_first(
                "--labbook", "lb.jsonl", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 2, done.stderr
     document = json.loads((tmp_path / "r.json").read_text())
-    assert list(document) == ["schema", "run", "per_task", "results"] and document["schema"] == 2
+    assert (
+        list(document) == ["schema", "run", "per_task", "results"]
+        and document["schema"] == RESULTS_SCHEMA
+    )
     run = document["run"]
     assert list(run)[: len(RUN_KEYS)] == RUN_KEYS
     assert list(run["summary"])[: len(SUMMARY_KEYS)] == SUMMARY_KEYS
@@ -45,7 +50,15 @@ def test_a_run_writes_the_course_keys_first(
         [PER_TASK_KEYS] * 3
     )
     assert [task["id"] for task in document["per_task"]] == list(tasks)
+    listing = document["per_task"][1]
+    first_failed = next(row for row in document["results"] if row["id"] == tasks[1])
+    assert listing["first_failure"] == first_failed["checks"]  # the checks object, as the course
+    assert listing["first_failure_reason"].startswith("r1: missing 'machine-inventory.md'")
+    assert document["per_task"][0]["first_failure"] is None
     rows = document["results"]
+    assert [(row["id"], row["attempt"]) for row in rows] == [  # attempt-major, as the course
+        (task, attempt) for attempt in (1, 2) for task in tasks
+    ]
     assert [list(row)[:12] for row in rows] == [COURSE_KEYS] * 6
     assert [list(row["checks"])[:7] for row in rows] == [COURSE_CHECKS] * 6
     checks = {row["id"]: row["checks"] for row in rows}
@@ -62,4 +75,4 @@ def test_a_run_writes_the_course_keys_first(
     trajectory = (tmp_path / rows[0]["trajectory_file"]).read_text().splitlines()
     score = json.loads(trajectory[-1])
     assert score["type"] == "score" and score["checks"] == rows[0]["checks"]
-    assert json.loads(trajectory[0])["meta"]["schema"] == 2
+    assert json.loads(trajectory[0])["meta"]["schema"] == RESULTS_SCHEMA

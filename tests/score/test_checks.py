@@ -74,10 +74,13 @@ def test_expect_tool_reads_the_tool_key_only() -> None:
         {"type": "model", "tool_calls": ["run_command"]},  # a model reply names, never uses
         {"type": "tool", "tool": "read_file"},
         {"type": "tool", "tool": "read_file"},
-        {"type": "tool", "tool": 3},
+        {"type": "tool", "tool": 3},  # no tool name: skipped
+        {"type": "tool", "tool": ""},  # skipped, as the course skips a falsy name
+        {"type": "tool", "tool": "search_documents"},
     ]
     used = tools_used(trajectory)
-    assert used == ["read_file"]
+    # Every call in order, repeats included, as the course lists them: len() counts calls.
+    assert used == ["read_file", "read_file", "search_documents"]
     assert score_attempt(task(expect_tool="read_file"), "", 1, used).tool_ok is True
     assert score_attempt(task(expect_tool="run_command"), "", 1, used).tool_ok is False
 

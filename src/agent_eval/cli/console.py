@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from agent_eval.results import AttemptResult
+from agent_eval.results import AttemptResult, describe_failure
 
 
 def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
@@ -33,45 +34,55 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     answer = " ".join(row.answer.split())
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
-        reason = row.failure or ""
+        reason = describe_failure(row, numbered=False)
         if row.stopped and row.stopped != "finished" and row.stopped not in reason:
             reason += f"; stopped: {row.stopped}"  # which budget ran out, an echo...
         lines.append(f"      {row.failure_class}: {reason}")
     return lines
 
 
+NO_PRICE = "cost not computed: pass --cost-per-million from Part 23's cost-model.py"
+"""The course's line for a run without a price, word for word."""
+
+
 def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> list[str]:
-    """success rate, mean steps, mean tokens, mean seconds, then cost or how to get it."""
-    exact = summary["exact"]
+    """The course's lines, character for character (success rate, mean steps, mean
+    tokens, mean seconds, then the cost or how to get it), then agent-eval's own."""
     if not summary["runs"]:
         return ["no attempts ran"]
     lines = [
-        f"success rate  {exact['success_rate']:.2f}  ({summary['passed']} of {summary['runs']})",
-        f"mean steps    {exact['mean_steps']:.1f}",
-        f"mean tokens   {exact['mean_tokens']:.1f}",
-        f"mean seconds  {exact['mean_seconds']:.1f}",
+        f"success rate  {summary['success_rate']:.2f}  ({summary['passed']} of {summary['runs']})",
+        f"mean steps    {summary['mean_steps']}",
+        f"mean tokens   {summary['mean_tokens']}",
+        f"mean seconds  {summary['mean_seconds']}",
     ]
-    lines += _reliability(summary)
     if summary.get("cost_per_task") is None:
+        lines += [NO_PRICE, "              (or --input-cost-per-million and "
+                  "--output-cost-per-million for separate prices)"]  # fmt: skip
+    elif summary.get("cost_per_million_tokens") is not None:
         lines.append(
-            "cost          not computed: give --cost-per-million PRICE "
-            "(or --input-cost-per-million and --output-cost-per-million)"
+            f"cost per task {summary['cost_per_task']}  "
+            f"(at {summary['cost_per_million_tokens']} per million tokens, your figure)"
         )
-        return lines
-    if prices.get("per_million") is not None:
-        used = f"at {prices['per_million']:g} per million tokens"
     else:
-        used = (
-            f"at {prices.get('input_per_million') or 0:g} in / "
-            f"{prices.get('output_per_million') or 0:g} out per million tokens"
+        lines.append(
+            f"cost per task {summary['cost_per_task']}  (at "
+            f"{prices.get('input_per_million') or 0:g} in / "
+            f"{prices.get('output_per_million') or 0:g} out per million tokens, your figures)"
         )
-    lines.append(f"cost per task {summary['cost_per_task']:.6f}  ({used})")
     if summary.get("cost_unpriced_attempts"):
         lines.append(
             f"              {summary['cost_unpriced_attempts']} attempt(s) left out: "
             "they did not report prompt and completion tokens"
         )
-    return lines
+    return lines + _reliability(summary)
+
+
+def written(out: Path, trajectories: Path, labbook: Path | None) -> list[str]:
+    """The course's closing lines: a blank line, where the results and trajectories
+    are, and the labbook the run was recorded in."""
+    lines = ["", f"results written to {out}; trajectories in {trajectories}/"]
+    return lines + ([f"recorded in {labbook}"] if labbook is not None else [])
 
 
 def _reliability(summary: dict[str, Any]) -> list[str]:

@@ -204,6 +204,7 @@ def run(**flags: Any) -> int:
         header,
         id_width,
         summary_block,
+        written,
     )
     from agent_eval.run.runner import execute, prepare
 
@@ -216,6 +217,7 @@ def run(**flags: Any) -> int:
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
+    click.echo("")  # the course's blank line under its header
     click.echo(prepared.workspace_note, err=True)
     width = id_width([task.id for task in prepared.tasks])
     with progress_bar(prepared.attempts, "attempts") as bar:
@@ -243,7 +245,9 @@ def run(**flags: Any) -> int:
     for line in summary_block(report.summary.model_dump(), config.prices.as_dict()):
         click.echo(line)
     if config.out is not None:
-        click.echo(f"results written to {config.out}", err=True)
+        recorded = config.labbook if not report.interrupted else None
+        for line in written(config.out, config.trajectory_dir, recorded):
+            click.echo(line)
     if "test" in prepared.splits and config.labbook is not None and not report.interrupted:
         suite = prepared.loaded.suite
         warn_test_looks(config.labbook, flags["max_test_looks"], (suite.name, suite.version))

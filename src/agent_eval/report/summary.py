@@ -56,28 +56,40 @@ def _pass_k(counts: list[stats.TaskCount]) -> tuple[dict[str, Any], dict[str, An
 
 
 def task_row(task: TaskOutcome) -> dict[str, Any]:
-    """One task's figures: attempts, rate with its interval, pass@k, pass^k, extremes."""
+    """One task's figures: the course's per-task keys in its order (its rounding, and
+    ``first_failure`` the checks object of the first failed attempt), then agent-eval's
+    (the rate with its interval, pass@k, pass^k, means and every failure in words)."""
     n, c = task.attempts, task.passes
     classes: dict[str, int] = {}
     for row in task.rows:
         name = row.failure_class or UNKNOWN_CLASS
         classes[name] = classes.get(name, 0) + 1
     failed = [row for row in task.rows if not row.passed]
+    steps = [r.steps for r in task.rows]
+    tokens = [r.tokens for r in task.rows]
     return {
-        "task_id": task.task_id,
+        "id": task.task_id,
         "category": task.category,
         "attempts": n,
         "successes": c,
-        "success_rate": task.rate,
+        "success_rate": round(task.rate, 3),
+        "steps_min": min(steps),
+        "steps_max": max(steps),
+        "tokens_min": min(tokens),
+        "tokens_max": max(tokens),
+        "first_failure": failed[0].check_record().model_dump(mode="json") if failed else None,
+        "first_failure_reason": failed[0].failure if failed else None,
+        "task_id": task.task_id,
+        "exact_success_rate": task.rate,
         "wilson95": list(stats.wilson_interval(c, n)),
         "pass_at_k": {str(k): stats.pass_at_k(n, c, k) for k in range(1, n + 1)},
         "pass_hat_k": {str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
         "unstable": 0 < c < n,
         "failure_classes": dict(sorted(classes.items())),
-        "mean_steps": statistics.fmean(r.steps for r in task.rows),
-        "min_steps": min(r.steps for r in task.rows),
-        "max_steps": max(r.steps for r in task.rows),
-        "mean_tokens": statistics.fmean(r.tokens for r in task.rows),
+        "mean_steps": statistics.fmean(steps),
+        "min_steps": min(steps),
+        "max_steps": max(steps),
+        "mean_tokens": statistics.fmean(tokens),
         "mean_seconds": statistics.fmean(r.seconds for r in task.rows),
         "failures": [row.failure for row in failed],
     }

@@ -25,6 +25,7 @@ from agent_eval.results.journal import (
 from agent_eval.results.labbook import Labbook, read_labbook
 from agent_eval.results.read import iter_rows, load_results, read_head
 from agent_eval.results.records import (
+    COURSE_TASK_KEYS,
     AttemptResult,
     Budgets,
     Limits,
@@ -40,6 +41,7 @@ from agent_eval.results.summary import Tally, tally
 from agent_eval.results.write import append_labbook, atomic_file, row_json, write_results
 
 __all__ = [
+    "COURSE_TASK_KEYS",
     "JOURNAL_SUFFIX",
     "RESULTS_SCHEMA",
     "Attempt",

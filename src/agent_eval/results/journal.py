@@ -13,6 +13,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,16 @@ def journal_path_for(out: Path) -> Path:
 
 @dataclass(frozen=True)
 class Order:
-    """Every attempt of a run in task order, the order of every output, without a list:
-    position p is attempt ``p % repeats + 1`` of task ``p // repeats``."""
+    """Every attempt of a run, attempt-major as the course writes rows (every task of
+    attempt 1, then of attempt 2): the order of every output, without a list. Position p
+    is attempt ``p // tasks + 1`` of task ``p % tasks``."""
 
     task_ids: tuple[str, ...]
     repeats: int
     _positions: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        positions = {task_id: n * self.repeats for n, task_id in enumerate(self.task_ids)}
+        positions = {task_id: n for n, task_id in enumerate(self.task_ids)}
         object.__setattr__(self, "_positions", positions)
 
     def __len__(self) -> int:
@@ -56,15 +58,15 @@ class Order:
         return (self.key(position) for position in range(len(self)))
 
     def key(self, position: int) -> Key:
-        task, attempt = divmod(position, self.repeats)
+        attempt, task = divmod(position, len(self.task_ids))
         return self.task_ids[task], attempt + 1
 
     def position(self, key: Key) -> int | None:
         """Where ``key`` is in the order, or None when it is not part of this run."""
-        first = self._positions.get(key[0])
-        if first is None or not 1 <= key[1] <= self.repeats:
+        task = self._positions.get(key[0])
+        if task is None or not 1 <= key[1] <= self.repeats:
             return None
-        return first + key[1] - 1
+        return (key[1] - 1) * len(self.task_ids) + task
 
 
 class Journal:
@@ -187,24 +189,43 @@ def read_journal(
 
 def finished_run_header(results: Path) -> dict[str, Any]:
     """The journal header a finished run was started with, from its results file, for
-    adding repeats to it; its wall time so far rides along. ResultsError when the file
-    does not say which run it is (a course-harness file)."""
-    run = read_head(results).run
-    if not (run.run_id and run.started_at and run.suite_hash):
+    adding repeats to it; its wall time so far rides along.
+
+    A course-harness file records no suite hash and no start: its header carries the
+    suite's name and version instead (``suite``), for the caller to hold against the
+    suite, and the start its run id stamps (local time). ResultsError when the file does
+    not say which run it is.
+    """
+    head = read_head(results)
+    run = head.run
+    started = run.started_at
+    course = head.schema_version is None and run.suite_hash is None
+    if course and started is None:
+        started = _course_start(run.run_id)
+    if not (run.run_id and started and (run.suite_hash or course)):
         raise ResultsError(
             f"--resume {results}: the file names no run id, start or suite hash, so no "
             f"repeats can be added to it; start a new run instead"
         )
     return {
         "run_id": run.run_id,
-        "started": run.started_at,
+        "started": started,
         "suite_hash": run.suite_hash,
+        **({"suite": [run.task_set, run.task_set_version]} if course else {}),
         "agent": run.agent_entry_point,
         "model": run.model,
         "repeats": run.repeats,
         "wall_seconds": run.wall_seconds or 0.0,
         **({"isolation": run.isolation} if run.isolation else {}),
     }
+
+
+def _course_start(run_id: str) -> str | None:
+    """The start a course run id stamps (``%Y%m%d-%H%M%S``, local time), or None."""
+    try:
+        return datetime.strptime(run_id, "%Y%m%d-%H%M%S").astimezone().isoformat()
+    except ValueError:
+        return None
 
 
 def reopen_journal(results: Path, header: dict[str, Any]) -> Path:

@@ -1,11 +1,11 @@
 """Older results shapes brought to the current one, so that old numbers carry over.
 
-Two shapes are read besides schema 2: agent-eval's schema 1 (rows keyed ``task_id``,
-``checks.forbidden_found``, null for a check the task does not ask for, ``date`` a full
-timestamp) and the course harness's own files and labbook lines (its keys, no
-``schema``, no ``suite_hash`` and no failure class). A figure such a file does not hold
-stays missing (None); only the failure class is derived, from the checks, where they
-tell it.
+Three shapes are read besides the current one: agent-eval's schema 1 (rows keyed
+``task_id``, ``checks.forbidden_found``, null for a check the task does not ask for,
+``date`` a full timestamp), schema 2 (per-task ``min_steps``... and ``first_failure`` a
+sentence) and the course harness's own files and labbook lines (its keys, no ``schema``,
+no ``suite_hash`` and no failure class). A figure such a file does not hold stays
+missing (None); only the failure class is derived, from the checks, where they tell it.
 """
 
 from __future__ import annotations
@@ -17,17 +17,19 @@ from agent_eval.score.checks import BUDGET_STOPS
 
 COURSE = None
 """The ``schema`` of a course-harness file: it writes none."""
-KNOWN_SCHEMAS = (1, RESULTS_SCHEMA, COURSE)
+KNOWN_SCHEMAS = (1, 2, RESULTS_SCHEMA, COURSE)
 """Shapes this agent-eval reads."""
 
+RAISED = "entry point raised "
+"""How the course's ``stopped`` begins when the agent raised."""
 _HOLD_WHEN_ABSENT = ("regex_ok", "tool_ok", "within_steps", "within_tokens", "within_seconds")
 
 
 def upgrade_row(raw: Any, schema: int | None) -> Any:
     """An attempt row of ``schema`` in the current shape; anything not a row is returned
     as it is, for validation to name."""
-    if schema == RESULTS_SCHEMA or not isinstance(raw, dict):
-        return raw
+    if schema in (2, RESULTS_SCHEMA) or not isinstance(raw, dict):
+        return raw  # schema 2's rows have the current keys
     row = dict(raw)
     checks = row.get("checks")
     if isinstance(checks, dict):
@@ -57,7 +59,7 @@ def derive_failure_class(checks: dict[str, Any], stopped: Any) -> str | None:
         return "passed"
     if stopped == "model_error":
         return "infra_error"
-    if stopped == "agent_error":
+    if stopped == "agent_error" or (isinstance(stopped, str) and stopped.startswith(RAISED)):
         return "agent_error"
     limits = ("within_steps", "within_tokens", "within_seconds")
     if stopped in BUDGET_STOPS or any(checks.get(key) is False for key in limits):
@@ -70,19 +72,33 @@ def derive_failure_class(checks: dict[str, Any], stopped: Any) -> str | None:
 
 def upgrade_run(raw: Any) -> Any:
     """A ``run`` object (results head or labbook line) of any shape in the current one:
-    schema 1 wrote the full timestamp under ``date``, where the course writes the day."""
+    schema 1 wrote the full timestamp under ``date``, where the course writes the day;
+    the course writes a null version for a suite that names none."""
     if not isinstance(raw, dict):
         return raw
-    date = raw.get("date")
-    if isinstance(date, str) and len(date) > 10 and "started_at" not in raw:
-        return {**raw, "started_at": date, "date": date[:10]}
-    return raw
+    run = dict(raw)
+    date = run.get("date")
+    if isinstance(date, str) and len(date) > 10 and "started_at" not in run:
+        run.update(started_at=date, date=date[:10])
+    if "task_set_version" in run and run["task_set_version"] is None:
+        run["task_set_version"] = NOT_RECORDED
+    return run
+
+
+NOT_RECORDED = "not recorded"
+"""What stands for a figure the file does not hold, where a text is needed."""
+
+_OLD_TASK_KEYS = {"task_id": "id", "min_steps": "steps_min", "max_steps": "steps_max",
+                  "min_tokens": "tokens_min", "max_tokens": "tokens_max"}  # fmt: skip
 
 
 def upgrade_task(raw: Any, schema: int | None) -> Any:
-    """A per-task entry of ``schema`` in the current shape."""
-    if schema != 1 or not isinstance(raw, dict) or "task_id" not in raw:
+    """A per-task entry of ``schema`` in the current shape: schemas 1 and 2 named the
+    extremes ``min_steps``... and gave the first failure as a sentence, which moves to
+    ``first_failure_reason`` (their checks object was never recorded)."""
+    if schema not in (1, 2) or not isinstance(raw, dict):
         return raw
-    task = dict(raw)
-    task["id"] = task.pop("task_id")
+    task = {_OLD_TASK_KEYS.get(key, key): value for key, value in raw.items()}
+    if isinstance(task.get("first_failure"), str):
+        task["first_failure_reason"] = task.pop("first_failure")
     return task

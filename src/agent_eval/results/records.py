@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.records import Checks, Citation, FailureClass
 
+COURSE_TASK_KEYS = ("id", "category", "attempts", "successes", "success_rate", "steps_min",
+                    "steps_max", "tokens_min", "tokens_max", "first_failure")  # fmt: skip
+"""The course harness's per-task keys, in its order; every per-task view starts with them."""
+
 
 class Record(BaseModel):
     """Base of the results records: an unknown key is an error, never silently dropped."""
@@ -76,10 +80,13 @@ class AttemptResult(Record):
         return None if self.checks.passed else describe_failure(self)
 
 
-def describe_failure(row: AttemptResult) -> str:
-    """A short reason an attempt failed, for people reading the per-task view."""
+def describe_failure(row: AttemptResult, numbered: bool = True) -> str:
+    """A short reason an attempt failed, for people reading the per-task view; it starts
+    with the attempt (``r2: ``) unless ``numbered`` is false. The failure class is not
+    part of it: every view that shows the reason shows the class beside it."""
+    prefix = f"r{row.attempt}: " if numbered else ""
     if row.failure_class in ("agent_error", "infra_error") or row.error:
-        return f"r{row.attempt}: {row.failure_class}: {row.error or row.stopped}"
+        return prefix + str(row.error or row.stopped or row.failure_class)
     checks, reasons = row.checks, []
     if checks.missing:
         reasons.append("missing " + ", ".join(repr(s) for s in checks.missing))
@@ -104,7 +111,7 @@ def describe_failure(row: AttemptResult) -> str:
     failed_state = [outcome.name for outcome in checks.state if not outcome.ok]
     if failed_state:
         reasons.append("state check failed: " + "; ".join(failed_state))
-    return f"r{row.attempt}: " + ("; ".join(reasons) or f"stopped: {row.stopped}")
+    return prefix + ("; ".join(reasons) or f"stopped: {row.stopped or 'not recorded'}")
 
 
 class Summary(Record):
@@ -129,6 +136,13 @@ class Summary(Record):
     """Population stdev of steps, to 2 decimals; only with more than one attempt."""
     stdev_tokens: float | None = None
     """Population stdev of tokens, to 1 decimal; only with more than one attempt."""
+    cost_per_million_tokens: float | None = None
+    """The one price per million tokens the user gave (--cost-per-million)."""
+    cost_total: float | None = None
+    """The run's cost at the user's price, to 6 decimals as the course rounds it; None
+    when no price was given (the exact figure is under ``exact``)."""
+    cost_per_task: float | None = None
+    """cost_total / runs, to 6 decimals."""
     stdev_seconds: float | None = None
     """Population stdev of seconds, when a course-harness file carries it."""
     failure_classes: dict[str, int] | None = None
@@ -145,10 +159,6 @@ class Summary(Record):
     """Attempts that needed at least one infra retry."""
     first_try_success_rate: float | None = None
     """Success rate counting an attempt that needed a retry as failed, to 3 decimals."""
-    cost_total: float | None = None
-    """The run's cost at the user's price; None when no price was given."""
-    cost_per_task: float | None = None
-    """cost_total / runs."""
     cost_unpriced_attempts: int | None = None
     """Attempts left out of the cost: no prompt/completion split under split prices."""
     exact: dict[str, float | None] | None = None
@@ -156,29 +166,32 @@ class Summary(Record):
 
 
 class TaskSummary(Record):
-    """One task's line of the per-task view."""
+    """One task's line of the per-task view: the course harness's keys in its order, then
+    agent-eval's."""
 
     id: str
     """The task's id."""
+    category: str | None = None
+    """The task's category (None only in files from before it was recorded)."""
     attempts: int
     """Attempts at the task."""
     successes: int
     """Attempts that passed."""
     success_rate: float | None = None
     """successes / attempts, to 3 decimals."""
-    min_steps: int | None = None
+    steps_min: int | None = None
     """Fewest steps of an attempt."""
-    max_steps: int | None = None
+    steps_max: int | None = None
     """Most steps of an attempt."""
-    min_tokens: int | None = None
+    tokens_min: int | None = None
     """Fewest tokens of an attempt."""
-    max_tokens: int | None = None
+    tokens_max: int | None = None
     """Most tokens of an attempt."""
-    first_failure: str | dict[str, Any] | None = None
-    """Why the first failed attempt failed (text); a course-harness file may hold another
-    JSON object here."""
-    category: str | None = None
-    """The task's category."""
+    first_failure: dict[str, Any] | None = None
+    """The checks object of the first failed attempt, as the course writes it; None when
+    every attempt passed, or in files from before it was recorded."""
+    first_failure_reason: str | None = None
+    """Why the first failed attempt failed, in a few words for people."""
     pass_hat_k: dict[str, float] | None = None
     """pass^k for k = 1..attempts: the chance that k attempts drawn all pass."""
 
@@ -240,7 +253,7 @@ class RunHead(Record):
     task_set: str
     """The suite's name."""
     task_set_version: str
-    """The suite's version."""
+    """The suite's version ("not recorded" when a course-harness suite names none)."""
     model: str
     """The --model given."""
     router_model: str | None = None
@@ -300,7 +313,7 @@ class RunHead(Record):
     def label(self) -> str:
         """A short name for the run: scaffold x model, with the quantisation if any."""
         base = f"{self.scaffold} x {self.model}"
-        return f"{base} ({self.quant})" if self.quant else base
+        return f"{base} ({self.quant})" if self.quant not in (None, "", "unknown") else base
 
 
 class ResultsHead(Record):

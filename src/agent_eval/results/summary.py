@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from agent_eval.results.records import Summary, TaskSummary
+from agent_eval.results.rows import Attempt
 from agent_eval.score.pass_k import pass_hat_k
 
 UNKNOWN_CLASS = "unknown"
@@ -46,6 +47,8 @@ class Row(Protocol):
     def infra_retries(self) -> int: ...
     @property
     def failure(self) -> str | None: ...
+    @property
+    def checks(self) -> Any: ...
 
 
 class Tally:
@@ -103,7 +106,7 @@ class Tally:
         elif tokens > task.max_tokens:
             task.max_tokens = tokens
         if not passed and task.first_failure is None:
-            task.first_failure = row.failure
+            task.fail(row)
 
     def summary(self) -> Summary:
         """runs, passed, success_rate, mean/stdev steps and tokens, mean_seconds, cost."""
@@ -130,27 +133,29 @@ class Tally:
             figures.update(stdev_steps=round(stdev_steps, 2), stdev_tokens=round(stdev_tokens, 1))
         figures["failure_classes"] = dict(sorted(self.classes.items()))
         figures.update(self._reliability())
-        figures.update(self.cost())
+        figures.update(self._course_cost(exact))
         figures["exact"] = exact
         return Summary(**figures)
 
     def per_task(self) -> list[TaskSummary]:
-        """One entry per task in first-seen order: attempts, successes, extremes, pass^k."""
+        """One entry per task in first-seen order: the course's attempts, successes,
+        extremes and first failure's checks, then the reason in words and pass^k."""
         view = []
         for task in self.tasks.values():
             n, c = task.attempts, task.successes
             view.append(
                 TaskSummary(
                     id=task.id,
+                    category=task.category,
                     attempts=n,
                     successes=c,
                     success_rate=round(c / n, 3),
-                    min_steps=task.min_steps,
-                    max_steps=task.max_steps,
-                    min_tokens=task.min_tokens,
-                    max_tokens=task.max_tokens,
+                    steps_min=task.min_steps,
+                    steps_max=task.max_steps,
+                    tokens_min=task.min_tokens,
+                    tokens_max=task.max_tokens,
                     first_failure=task.first_failure,
-                    category=task.category,
+                    first_failure_reason=task.first_failure_reason,
                     pass_hat_k={str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
                 )
             )
@@ -173,6 +178,24 @@ class Tally:
             "retried_attempts": self.retried,
             "first_try_success_rate": _round(self.first_try / runs if runs else None, 3),
         }
+
+    def _course_cost(self, exact: dict[str, float | None]) -> dict[str, Any]:
+        """The cost figures as the course writes them: its price, the total to 6
+        decimals and the rounded total over the attempts to 6; the exact ones go into
+        ``exact``."""
+        figures = self.cost()
+        total = figures["cost_total"]
+        if total is None:
+            return figures
+        exact.update(cost_total=total, cost_per_task=figures["cost_per_task"])
+        flat = self.prices.get("per_million")
+        if flat is not None:
+            figures["cost_per_million_tokens"] = flat
+            total = self.tokens / 1e6 * flat  # the course's expression, to its last digit
+        figures["cost_total"] = round(total, 6)
+        per_task = figures["cost_total"] / self.runs if self.runs else None
+        figures["cost_per_task"] = None if per_task is None else round(per_task, 6)
+        return figures
 
     def cost(self) -> dict[str, Any]:
         """Cost from the user's own price only; never an invented one.
@@ -204,6 +227,7 @@ class _TaskTally:
         "attempts",
         "category",
         "first_failure",
+        "first_failure_reason",
         "id",
         "max_steps",
         "max_tokens",
@@ -217,7 +241,17 @@ class _TaskTally:
         self.attempts, self.successes = 1, int(row.passed)
         self.min_steps = self.max_steps = row.steps
         self.min_tokens = self.max_tokens = row.tokens
-        self.first_failure = None if row.passed else row.failure
+        self.first_failure: dict[str, Any] | None = None
+        self.first_failure_reason: str | None = None
+        if not row.passed:
+            self.fail(row)
+
+    def fail(self, row: Row) -> None:
+        """Keep ``row`` as the task's first failure: its checks, as the course keeps
+        them, and the reason in words."""
+        checks = row.check_record() if isinstance(row, Attempt) else row.checks
+        self.first_failure = checks.model_dump(mode="json")
+        self.first_failure_reason = row.failure
 
 
 def tally(rows: Iterable[Row], prices: dict[str, float | None] | None = None) -> Tally:

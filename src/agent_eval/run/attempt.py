@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
 from agent_eval.results import AttemptResult
+from agent_eval.results.legacy import RAISED
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Outcome
 from agent_eval.run.workspace import fresh_workspace
@@ -123,7 +124,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
     failure: FailureClass
     if outcome.reply is None:
         failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"
-        stopped = outcome.failure or "agent_error"
+        stopped = _course_stop(outcome.error) or outcome.failure or "agent_error"
         if outcome.failure == "infra_error":  # its HTTP client raised an outage
             failure, stopped = "infra_error", "model_error"
         reply = AgentReply(answer="", steps=0, tokens=0, stopped=stopped)
@@ -182,6 +183,18 @@ def _score_line(
         "stopped": reply.stopped,
         "error": error,
     }
+
+
+_RAISED = "run_task raised "
+"""How the worker's one-line error begins when run_task raised (run/agent_host.py)."""
+
+
+def _course_stop(error: str | None) -> str | None:
+    """The course's ``stopped`` for an entry point that raised, ``entry point raised
+    {Type}: {message}``; None for any other failure, which keeps its own reason."""
+    if error is None or not error.startswith(_RAISED):
+        return None
+    return RAISED + error.removeprefix(_RAISED)
 
 
 def _stop_detail(reply: AgentReply) -> str:

@@ -107,7 +107,7 @@ class RunConfig:
     seed: int | None = None
     """Makes every choice the harness makes reproducible; also given to the agent."""
     shuffle: bool = False
-    """Run attempts in a seeded random order (outputs stay in task order)."""
+    """Run attempts in a seeded random order (outputs keep the run's attempt-major order)."""
     split: str | None = None
     """Keep only the tasks of this split (dev or test)."""
     max_cost_per_task: float | None = None

@@ -1,4 +1,4 @@
-"""How a run hands on what it produced: files on a writer thread, and outputs in task
+"""How a run hands on what it produced: files on a writer thread, and outputs in the run's
 order whatever the completion order (the files themselves: agent_eval.results)."""
 
 from __future__ import annotations

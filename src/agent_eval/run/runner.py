@@ -2,9 +2,9 @@
 
 Attempts run in worker processes, on this machine or on a Ray cluster (run/executor.py
 is the seam); each finished attempt is journaled the moment it ends (results/journal.py),
-and outputs come out in task order whatever the completion order. Ctrl-C stops taking
-new attempts and lets running ones finish; a second Ctrl-C kills them. Either way the
-journal and partial results are written.
+and outputs come out attempt-major, as the course writes them, whatever the completion
+order. Ctrl-C stops taking new attempts and lets running ones finish; a second Ctrl-C
+kills them. Either way the journal and partial results are written.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class PreparedRun:
 
     @cached_property
     def order(self) -> Order:
-        """Every attempt of the run in task order: the order of every output."""
+        """Every attempt of the run, attempt-major: the order of every output."""
         return Order(tuple(t.id for t in self.tasks), self.config.repeats)
 
     @property
@@ -189,7 +189,14 @@ def _adopt(prepared: PreparedRun, resume: Path) -> None:
                 f"repeats with --repeats N above {header['repeats']}"
             )
         prepared.reopen = resume
-    if header.get("suite_hash") != prepared.loaded.hash:
+    suite = prepared.loaded.suite
+    if "suite" in header:  # a course-harness file: no hash, so its suite's name and version
+        if header["suite"] != [suite.name, suite.version]:
+            raise ConfigError(
+                f"--resume {resume}: that run used suite {' '.join(map(str, header['suite']))}, "
+                f"not {suite.name} {suite.version}; give its suite"
+            )
+    elif header.get("suite_hash") != prepared.loaded.hash:
         raise ConfigError(
             f"--resume {resume}: the suite changed since that run ({header.get('suite_hash')} "
             f"-> {prepared.loaded.hash}); start a new run instead"
@@ -393,9 +400,10 @@ def results_head(
 ) -> ResultsHead:
     """The results file without its rows: `schema`, `run` (with the summary), `per_task`.
 
-    Every key of the course harness's ``run`` is given, even when empty, so that the file
-    keeps its shape; ``date`` is the day, as the course writes it, and ``started_at`` the
-    full timestamp.
+    Every key of the course harness's ``run`` is given, with its values where the user
+    gave none (the router model is the model, a label not given is "unknown", the host
+    is ``platform.platform()``); ``date`` is the day, as the course writes it, and
+    ``started_at`` the full timestamp.
     """
     config, loaded = prepared.config, prepared.loaded
     run = RunHead(
@@ -406,16 +414,16 @@ def results_head(
         task_set=loaded.suite.name,
         task_set_version=loaded.suite.version,
         model=config.model,
-        router_model=config.router_model,
-        quant=config.quant,
-        engine=config.engine,
-        engine_version=config.engine_version,
+        router_model=config.router_model or config.model,
+        quant=_or_unknown(config.quant),
+        engine=_or_unknown(config.engine),
+        engine_version=_or_unknown(config.engine_version),
         base_url=config.base_url,
         repeats=config.repeats,
-        host=platform.node(),
+        host=platform.platform(),
         date=prepared.started.date().isoformat(),
         wall_seconds=round(wall + prepared.earlier_wall, 3),
-        notes=config.notes,
+        notes=config.notes or "",
         summary=summary,
         started_at=prepared.started.isoformat(),
         suite_hash=loaded.hash,
@@ -439,13 +447,18 @@ def results_head(
     return ResultsHead(schema=RESULTS_SCHEMA, run=run, per_task=per_task)
 
 
+def _or_unknown(label: str | None) -> str:
+    """A label the user did not give, recorded as the course records it."""
+    return "unknown" if label is None else label
+
+
 def _base_options(prepared: PreparedRun) -> dict[str, Any]:
     """The course's option keys plus every --option; per-attempt keys are added later."""
     config = prepared.config
     return {
         "base_url": config.base_url,
         "model": config.model,
-        "router_model": config.router_model,
+        "router_model": config.router_model or config.model,
         "api_key": config.api_key,
         "workspace": str(prepared.source) if prepared.source else None,
         "index": str(config.index) if config.index else None,

@@ -19,13 +19,9 @@ BUDGET_STOPS = frozenset({"turn_limit", "token_budget", "time_budget", "cost_bud
 
 
 def tools_used(trajectory: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Tool names under the key ``tool`` in trajectory records, in first-use order."""
-    seen: dict[str, None] = {}
-    for record in trajectory:
-        name = record.get("tool")
-        if isinstance(name, str):
-            seen.setdefault(name, None)
-    return list(seen)
+    """Every record's ``tool``, in order, repeats included, as the course lists them
+    (``len`` counts the tool calls); a record with an empty name is skipped, as there."""
+    return [name for record in trajectory if isinstance(name := record.get("tool"), str) and name]
 
 
 def score_attempt(

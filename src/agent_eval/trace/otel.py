@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -109,7 +110,7 @@ class OtlpExporter:
             if path is None or not path.is_file():
                 problems.append(f"{label}: trajectory file {name or '(none)'} not found")
             else:
-                done = self._export(path, run, row.answer)
+                done = self._export(path, run, row.answer, _meta_defaults(run, path, row.seconds))
                 if isinstance(done, AttemptPlan):
                     plans.append(done)
                 elif done == "unreadable":
@@ -124,12 +125,16 @@ class OtlpExporter:
         )
 
     def _export(
-        self, path: Path, run: Mapping[str, Any] | None, answer: str | None = None
+        self,
+        path: Path,
+        run: Mapping[str, Any] | None,
+        answer: str | None = None,
+        defaults: Mapping[str, Any] | None = None,
     ) -> AttemptPlan | str:
         """The plan sent, or ``failed`` (endpoint) or ``unreadable`` (file)."""
         try:
             records = read_trajectory(path)
-            plan = plan_attempt(records, path.name, run, self.content, answer)
+            plan = plan_attempt(records, path.name, run, self.content, answer, defaults)
         except (OSError, UnicodeDecodeError, ResultsError, TypeError, ValueError):
             return "unreadable"
         if self._closed or time.monotonic() < self._down_until:
@@ -222,3 +227,13 @@ def _shown(url: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _meta_defaults(run: Mapping[str, Any], path: Path, seconds: float) -> dict[str, Any]:
+    """What a course trajectory's meta line lacks: the run id, and a start, which is when
+    the harness wrote the file (right after the attempt) less the attempt's seconds."""
+    written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return {
+        "run_id": run.get("run_id"),
+        "started": (written - timedelta(seconds=seconds)).isoformat(),
+    }

@@ -103,6 +103,7 @@ def plan_attempt(
     run: Mapping[str, Any] | None = None,
     content: bool = False,
     answer: str | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> AttemptPlan:
     """The span tree of one trajectory; ``source`` names the file in error messages.
 
@@ -110,10 +111,12 @@ def plan_attempt(
     the messages, tool results and the answer (``answer`` when the score line has none).
     A trajectory whose model records name more than one role gets one ``invoke_agent
     {role}`` span per stretch of a role's work, holding its model and tool spans.
+    ``defaults`` stand in for meta keys the file lacks.
     """
     if not records or not isinstance(records[0].get("meta"), Mapping):
         raise ResultsError(f"trajectory {source}: the first line is not a meta line")
-    meta: Mapping[str, Any] = records[0]["meta"]
+    # ``defaults`` fill what a meta line lacks (a course trajectory has no start or run id).
+    meta: Mapping[str, Any] = {**(defaults or {}), **records[0]["meta"]}
     origin = _start_ns(meta.get("started"), source)
     run = run or {}
     key = f"{meta.get('run_id', '')}:{meta.get('task_id', '')}:r{meta.get('attempt', 0)}"

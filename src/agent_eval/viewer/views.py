@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_eval.errors import AgentEvalError, ResultsError
 from agent_eval.report import compare_runs, summarise_run
-from agent_eval.results import RunHead, RunResults
+from agent_eval.results import COURSE_TASK_KEYS, RunHead, RunResults
 from agent_eval.results.rows import Attempt
 from agent_eval.viewer.align import align, went_wrong
 from agent_eval.viewer.source import Library, RunSource
@@ -146,10 +146,8 @@ class Views:
             task, figures = results.tasks[index], report["per_task"][index]
             tasks.append(
                 {
+                    **{key: figures[key] for key in COURSE_TASK_KEYS},
                     "task_id": task.task_id,
-                    "category": task.category,
-                    "attempts": task.attempts,
-                    "successes": task.passes,
                     "pass_hat_k": figures["pass_hat_k"].get(str(task.attempts)),
                     "unstable": figures["unstable"],
                     "min_steps": figures["min_steps"],
