@@ -90,14 +90,12 @@ def parse_json(raw: bytes) -> Any:
     """``raw`` parsed; BadBody 400 when it is not JSON or nests deeper than MAX_JSON_DEPTH."""
     try:
         value = json.loads(raw)
-    except RecursionError:
-        value = None  # deeper than the parser's stack: said below, as for any deep input
-        depth = MAX_JSON_DEPTH + 1
+        too_deep = json_depth(value) > MAX_JSON_DEPTH
+    except RecursionError:  # deeper than the parser's own stack
+        too_deep = True
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadBody(400, f"the request body is not JSON: {exc}") from None
-    else:
-        depth = json_depth(value)
-    if depth > MAX_JSON_DEPTH:
+    if too_deep:
         raise BadBody(400, f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
     return value
 
@@ -157,14 +155,15 @@ class LoopbackOnly:
         self.app, self.port = app, port
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        hosts = [value.decode("latin-1") for key, value in scope.get("headers", ())
+                 if key == b"host"]  # fmt: skip
+        if scope["type"] == "lifespan" or (len(hosts) == 1 and host_names_us(hosts[0], self.port)):
             await self.app(scope, receive, send)
             return
-        hosts = [value.decode("latin-1") for key, value in scope["headers"] if key == b"host"]
-        if len(hosts) == 1 and host_names_us(hosts[0], self.port):
-            await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
             return
-        given = hosts[0] if len(hosts) == 1 else ("none" if not hosts else "several")
+        given = hosts[0][:100] if len(hosts) == 1 else ("none" if not hosts else "several")
         reason = (
             f"Host {given!r} is not 127.0.0.1:{self.port}, localhost:{self.port} or "
             f"[::1]:{self.port}; this server answers loopback requests only (start it "
@@ -172,6 +171,7 @@ class LoopbackOnly:
         ).encode()
         await send({"type": "http.response.start", "status": 403, "headers": [
             (b"content-type", b"text/plain; charset=utf-8"),
+            (b"x-content-type-options", b"nosniff"),
             (b"content-length", str(len(reason)).encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": reason})
 

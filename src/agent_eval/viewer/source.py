@@ -247,7 +247,7 @@ class Library:
         try:
             with self.open_confined(path, RUN_FILE_LIMIT) as handle:
                 start = handle.read(4096)
-        except ResultsError as exc:  # gone meanwhile: nothing to say; a FIFO, say: say so
+        except ResultsError as exc:  # gone meanwhile: nothing to show; a FIFO, say: its message
             if str(exc).endswith("(moved or deleted?)"):
                 return None
             return RunSource(_run_id("results", path), "results", path, problem=str(exc))
