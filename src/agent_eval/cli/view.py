@@ -24,7 +24,8 @@ def view_command(paths: Sequence[str | Path]) -> str:
               help="Port; 0 picks a free one.")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; a non-loopback one needs --allow-remote.")  # fmt: skip
-@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (no auth).")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow a non-loopback --host and any Host name (no auth).")  # fmt: skip
 @click.option("--export", "export_dir", type=click.Path(file_okay=False),
               help="Write a static site into this folder instead of serving.")  # fmt: skip
 def view(

@@ -25,9 +25,12 @@ from types import ModuleType
 from typing import Any
 
 from agent_eval.errors import ConfigError, ExtraMissingError
-from agent_eval.models.local_sampling import grammar_first_llama
+from agent_eval.models.local_sampling import GenerationStopped, grammar_first_llama
 
 INSTALL_ADVICE = "pip install -e '.[local]' in the agent-eval clone"
+MAX_TOKENS_CAP = 4096
+"""The most tokens one reply may generate unless the server is given another cap: at the
+shipped model's 40-50 tokens/s on one core, about a minute and a half."""
 
 
 class RequestError(Exception):
@@ -105,6 +108,8 @@ class LlamaPool:
         # 2 shared cores, 1 thread kept ~48 tokens/s where 2 threads fell to 3-6.
         threads = n_threads or max(1, (os.cpu_count() or 2) // 2 // parallel)
         self.n_ctx = n_ctx
+        self.stopping = threading.Event()
+        """Set to cut every running generation short at its next token."""
         self._free: list[Any] = []
         self._served: dict[int, str] = {}
         """What each instance last read: its KV cache still holds that prompt's tokens."""
@@ -122,6 +127,7 @@ class LlamaPool:
             except ValueError as exc:
                 self.close()
                 raise ConfigError(f"model file {model_path} is not a loadable GGUF: {exc}") from exc
+            llm.stop_requested = self.stopping
             self._all.append(llm)
             self._free.append(llm)
         first = self._all[0]
@@ -350,16 +356,20 @@ _SAMPLING = (
 )
 
 
-def _sampling(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
-    """The request's sampling parameters, reply cap and stop strings, checked."""
+def _sampling(body: dict[str, Any], max_tokens: int, cap: int, n_ctx: int) -> dict[str, Any]:
+    """The request's sampling parameters, reply cap and stop strings, checked; the cap asked
+    for is clamped to the server's cap and the context window."""
     kwargs: dict[str, Any] = {k: body[k] for k in _SAMPLING if body.get(k) is not None}
     if any(not isinstance(v, int | float) for v in kwargs.values()):
         raise RequestError(400, "sampling parameters must be numbers", "invalid_request_error")
-    kwargs["max_tokens"] = body.get("max_completion_tokens") or body.get("max_tokens") or max_tokens
-    if not isinstance(kwargs["max_tokens"], int) or kwargs["max_tokens"] < 1:
+    asked = body.get("max_completion_tokens") or body.get("max_tokens") or max_tokens
+    if not isinstance(asked, int) or asked < 1:
         raise RequestError(
             400, "max_tokens must be a positive integer", "invalid_request_error", "max_tokens"
         )
+    # A reply of 10^8 tokens would hold an instance for minutes while other requests wait;
+    # a clamped reply ends with finish_reason "length", as any reply cut at its cap does.
+    kwargs["max_tokens"] = min(asked, cap, n_ctx)
     stop = body.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
@@ -370,12 +380,27 @@ def _sampling(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     return kwargs
 
 
+@contextmanager
+def _generating(what: str) -> Iterator[None]:
+    """Turn the engine's refusals into RequestErrors: a prompt over the context window (400)
+    and a generation cut short because the server is stopping (503)."""
+    try:
+        yield
+    except ValueError as exc:
+        code = "context_length_exceeded" if "context window" in str(exc) else "invalid_request"
+        raise RequestError(400, str(exc), code, what) from exc
+    except GenerationStopped:
+        raise RequestError(503, "the server is stopping", "unavailable") from None
+
+
 def _usage(out: dict[str, Any]) -> dict[str, int]:
     usage = out["usage"]
     return {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
 
 
-def text_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+def text_completion(
+    pool: LlamaPool, body: dict[str, Any], max_tokens: int, cap: int = MAX_TOKENS_CAP
+) -> dict[str, Any]:
     """Answer one OpenAI ``/v1/completions`` request: the model continues a plain prompt.
 
     This is how a base model without a chat template is best asked: a document to go on
@@ -388,13 +413,9 @@ def text_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
         )
     if body.get("n", 1) != 1:
         raise RequestError(400, "only n=1 is supported", "invalid_request_error", "n")
-    kwargs = _sampling(body, max_tokens)
-    with pool.instance(prompt) as llm:
-        try:
-            out = llm.create_completion(prompt=prompt, **kwargs)
-        except ValueError as exc:
-            code = "context_length_exceeded" if "context window" in str(exc) else "invalid_request"
-            raise RequestError(400, str(exc), code, "prompt") from exc
+    kwargs = _sampling(body, max_tokens, cap, pool.n_ctx)
+    with pool.instance(prompt) as llm, _generating("prompt"):
+        out = llm.create_completion(prompt=prompt, **kwargs)
     choice0 = out["choices"][0]
     return {
         "id": f"cmpl-{uuid.uuid4().hex}",
@@ -413,7 +434,9 @@ def text_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
     }
 
 
-def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+def chat_completion(
+    pool: LlamaPool, body: dict[str, Any], max_tokens: int, cap: int = MAX_TOKENS_CAP
+) -> dict[str, Any]:
     """Answer one OpenAI chat request (already checked for model and stream) with one instance."""
     if not isinstance(body.get("messages"), list) or not body["messages"]:
         raise RequestError(
@@ -435,14 +458,10 @@ def chat_completion(pool: LlamaPool, body: dict[str, Any], max_tokens: int) -> d
     if use_tools:
         schema, tool_prompt = _tool_schema(tools, choice)
         grammar = _grammar(json.dumps(schema))
-    kwargs = _sampling(body, max_tokens)
+    kwargs = _sampling(body, max_tokens, cap, pool.n_ctx)
     messages = _messages(body["messages"], tool_prompt, pool.fold_system)
-    with pool.instance(json.dumps(messages)) as llm:
-        try:
-            out = llm.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
-        except ValueError as exc:
-            code = "context_length_exceeded" if "context window" in str(exc) else "invalid_request"
-            raise RequestError(400, str(exc), code, "messages") from exc
+    with pool.instance(json.dumps(messages)) as llm, _generating("messages"):
+        out = llm.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
     choice0 = out["choices"][0]
     text = choice0["message"].get("content") or ""
     message: dict[str, Any] = {"role": "assistant", "content": text}

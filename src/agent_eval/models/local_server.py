@@ -9,7 +9,6 @@ the package's one HTTP stack (``agent_eval.web``).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -29,12 +28,13 @@ from starlette.routing import Route
 from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import (
     INSTALL_ADVICE,
+    MAX_TOKENS_CAP,
     LlamaPool,
     RequestError,
     chat_completion,
     text_completion,
 )
-from agent_eval.web import MAX_BODY, AppServer, check_host, is_loopback, read_body
+from agent_eval.web import MAX_BODY, AppServer, BadBody, check_host, is_loopback, read_json
 
 ALIASES = ("local/chat", "local/answer", "local/router")
 DEFAULT_PORT = 4000
@@ -144,18 +144,15 @@ def _app(server: LocalModelServer) -> Starlette:
         try:
             if path not in _COMPLETIONS:
                 raise RequestError(404, f"no route POST {path}", "not_found")
-            declared = request.headers.get("content-length")
-            raw = await read_body(request) if declared is not None else None
-            if raw is None:
+            if request.headers.get("content-length") is None:
                 raise RequestError(
-                    411 if declared is None else 413,
-                    f"send a JSON body of at most {MAX_BODY} bytes with Content-Length",
+                    411, f"send a JSON body of at most {MAX_BODY} bytes with Content-Length",
                     "bad_body",
-                )
+                )  # fmt: skip
             try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise RequestError(400, f"body is not JSON: {exc}", "bad_body") from exc
+                body = await read_json(request)
+            except BadBody as bad:
+                raise RequestError(bad.status, bad.message, "bad_body") from None
             answer = _COMPLETIONS[path]
             return _json(200, await anyio.to_thread.run_sync(server.complete, body, answer))
         except RequestError as err:
@@ -179,6 +176,7 @@ class LocalModelServer:
         n_threads: int | None = None,
         allow_remote: bool = False,
         max_tokens: int = 1024,
+        max_tokens_cap: int = MAX_TOKENS_CAP,
         cache_dir: Path | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
@@ -187,6 +185,8 @@ class LocalModelServer:
         self.model_path, self.host, self.port = model_path, host, port
         self.parallel, self.n_ctx, self.n_threads = parallel, n_ctx, n_threads
         self.max_tokens, self.cache_dir, self.log = max_tokens, cache_dir, log
+        self.max_tokens_cap = max_tokens_cap
+        """The most tokens a reply may generate, whatever the request asks."""
         self._pool: LlamaPool | None = None
         self._http: AppServer | None = None
         self._serving = False
@@ -211,7 +211,13 @@ class LocalModelServer:
         self._pool = LlamaPool(path, self.parallel, self.n_ctx, self.n_threads)
         self._loaded_at = int(time.time())
         try:
-            self._http = AppServer(_app(self), self.host, self.port, allow_remote=self.allow_remote)
+            self._http = AppServer(
+                _app(self),
+                self.host,
+                self.port,
+                allow_remote=self.allow_remote,
+                on_signal=self._pool.stopping.set,  # Ctrl-C cuts running replies short
+            )
         except ConfigError:
             self._pool.close()
             raise
@@ -271,6 +277,7 @@ class LocalModelServer:
             **self._info(),
             "aliases": list(ALIASES),
             "default_max_tokens": self.max_tokens,
+            "max_tokens_cap": min(self.max_tokens_cap, self.n_ctx),
             "response_format": ["text", "json_object", "json_schema"],
             "tool_calls": "generic JSON form, grammar-constrained",
             "completions": True,
@@ -302,7 +309,7 @@ class LocalModelServer:
     def complete(
         self,
         body: Any,
-        answer: Callable[[LlamaPool, dict[str, Any], int], dict[str, Any]] = chat_completion,
+        answer: Callable[[LlamaPool, dict[str, Any], int, int], dict[str, Any]] = chat_completion,
     ) -> dict[str, Any]:
         """Answer one completion request body (chat unless ``answer`` says otherwise)."""
         if not isinstance(body, dict):
@@ -327,7 +334,7 @@ class LocalModelServer:
                 raise RequestError(503, "the server is stopping", "unavailable")
             self._active, pool = self._active + 1, self._pool
         try:
-            return answer(pool, body, self.max_tokens)
+            return answer(pool, body, self.max_tokens, self.max_tokens_cap)
         finally:
             with self._busy:
                 self._active -= 1

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 from agent_eval.errors import ConfigError
 from agent_eval.models.actions import render_action, render_finish
 from agent_eval.models.mock_script import FAULT_KINDS, Reply, Script, load_script
-from agent_eval.web import MAX_BODY, AppServer, read_body
+from agent_eval.web import AppServer, BadBody, read_json
 
 RETRY_AFTER_SECONDS = 1
 """What a 429 fault asks the client to wait."""
@@ -53,6 +53,7 @@ class MockModelServer:
         faults: tuple[str, ...] = ("429", "500", "503", "timeout", "malformed"),
         seed: int = 0,
         hang_seconds: float = 30.0,
+        allow_remote: bool = False,
     ) -> None:
         unknown = [f for f in faults if f not in FAULT_KINDS]
         if unknown or not 0.0 <= fault_rate <= 1.0 or (fault_rate > 0 and not faults):
@@ -76,8 +77,10 @@ class MockModelServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._clients: set[tuple[Any, ...] | None] = set()
-        # Any --host, as before: it serves scripted replies, nothing worth protecting.
-        self._server = AppServer(_app(self), host, port, allow_remote=True)
+        # Ctrl-C ends scripted latency and held faults at once, so the server stops promptly.
+        self._server = AppServer(
+            _app(self), host, port, allow_remote=allow_remote, on_signal=self._stopping.set
+        )
 
     @property
     def base_url(self) -> str:
@@ -297,13 +300,10 @@ def _app(mock: MockModelServer) -> Starlette:
             return _reply(
                 *_error(404, f"no route POST {request.url.path}; try /v1/chat/completions")
             )
-        raw = await read_body(request)
-        if raw is None:
-            return _reply(*_error(413, f"send a JSON body of at most {MAX_BODY} bytes"))
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _reply(*_error(400, "the request body is not JSON"))
+            body = await read_json(request)
+        except BadBody as bad:
+            return _reply(*_error(bad.status, bad.message))
         if not isinstance(body, dict):
             return _reply(*_error(400, "the request body must be a JSON object"))
         if not limiter:  # made on the server's own loop
@@ -324,10 +324,13 @@ def serve(
     fault_rate: float = 0.0,
     faults: tuple[str, ...] = ("429", "500", "503", "timeout", "malformed"),
     seed: int = 0,
+    allow_remote: bool = False,
 ) -> None:
     """Load a script and serve it until Ctrl-C; the body of ``agent-eval mock-model``."""
+    script = load_script(script_path)
     server = MockModelServer(
-        load_script(script_path),
+        script,
+        allow_remote=allow_remote,
         host=host,
         port=port,
         latency=latency,

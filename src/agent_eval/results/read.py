@@ -55,11 +55,24 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def _not_too_deep(path: Path) -> Iterator[None]:
+    """Turn a parse that ran out of stack (JSON nested thousands deep) into a ResultsError
+    naming the file, as any other damage is."""
+    try:
+        yield
+    except RecursionError:
+        raise ResultsError(
+            f"results file {path}: nested too deeply to read (the file is damaged or is not "
+            "a results file; re-run or restore it)"
+        ) from None
+
+
 def load_results(path: str | Path) -> RunResults:
     """Read and validate a results file of any shape; ResultsError naming the file and
     the fix when it cannot be read."""
     path = Path(path)
-    with _gc_paused():
+    with _gc_paused(), _not_too_deep(path):
         try:
             # Bytes: pydantic parses UTF-8 itself, and decoding first costs a copy.
             data = path.read_bytes()
@@ -81,8 +94,9 @@ def read_head(path: str | Path) -> ResultsHead:
     """The head of a results file of any shape (schema, run, per-task view), validated;
     a file in the writer's layout is read only up to its rows."""
     path = Path(path)
-    head = _head_of_layout(path)
-    return head if head is not None else _read_checked(path)[1]
+    with _not_too_deep(path):
+        head = _head_of_layout(path)
+        return head if head is not None else _read_checked(path)[1]
 
 
 def iter_rows(path: str | Path) -> Iterator[AttemptResult]:
@@ -92,11 +106,12 @@ def iter_rows(path: str | Path) -> Iterator[AttemptResult]:
     long the run; any other file is parsed whole first.
     """
     path = Path(path)
-    if _head_of_layout(path) is not None:
-        yield from _layout_rows(path)
-        return
-    schema, _, raw_rows = _read_checked(path)
-    yield from _validated_rows(path, raw_rows, schema)
+    with _not_too_deep(path):
+        if _head_of_layout(path) is not None:
+            yield from _layout_rows(path)
+            return
+        schema, _, raw_rows = _read_checked(path)
+        yield from _validated_rows(path, raw_rows, schema)
 
 
 def _head_of_layout(path: Path) -> ResultsHead | None:

@@ -3,11 +3,11 @@ slots, how many each, and whether they can reach the model endpoint."""
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from agent_eval.errors import ConfigError
+from agent_eval.web import is_loopback
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,6 @@ def split_slots(concurrency: int, nodes: list[Node]) -> dict[str, int]:
     for i in by_remainder[: concurrency - sum(shares)]:
         shares[i] += 1
     return {n.node_id: s for n, s in zip(nodes, shares, strict=True) if s}
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def this_machine() -> str:

@@ -2,21 +2,27 @@
 results, journal and labbook readers, and files confined to the given folders.
 
 This is the viewer's only module that reads files. Every page asks it by an opaque run
-id and a row index, never by a path, so no URL can name a file.
+id and a row index, never by a path, so no URL can name a file. Each file is opened by
+walking down from a given folder one name at a time without following any symbolic link,
+and read only when the descriptor opened is a regular file: a link swapped in after a
+check, or a FIFO that would block, is never read. What it parses is capped in size.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.results import (
@@ -39,8 +45,32 @@ RESCAN_SECONDS = 2.0
 """A live run's new files and rows show up within this long."""
 LIVE_SECONDS = 600
 """A journal changed this recently shows as a run in progress."""
-TRAJECTORY_LIMIT = 64 * 1024 * 1024
-"""The largest trajectory file read, in bytes."""
+RUN_FILE_LIMIT = 2 * 1024 * 1024 * 1024
+"""The largest results, journal or labbook file read, in bytes (a run of 100,000 attempts
+is about 100 MB)."""
+DIFF_LIMIT = 2 * 1024 * 1024
+"""Bytes of a workspace diff shown; the rest is cut, and the page says so."""
+TRAJECTORY_RECORDS = 20_000
+"""Records kept of one trajectory; the rest are counted and cut, and the page says so."""
+TRAJECTORY_BYTES = 16 * 1024 * 1024
+"""Bytes of one trajectory's records kept, however few the records."""
+COUNT_LIMIT = 1_000_000
+"""Lines past the caps counted at most, so that a huge file is not read to its end."""
+RECORD_LIMIT = 8 * 1024 * 1024
+"""The longest trajectory line parsed, in bytes; a longer one is skipped and named."""
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass
+class Trajectory:
+    """A trajectory's records as read: at most TRAJECTORY_RECORDS of them and
+    TRAJECTORY_BYTES of their text, and what was skipped or cut, said in ``problem``."""
+
+    records: list[Any]
+    """Each line's parsed JSON, in file order."""
+    problem: str | None
+    size: int
+    """Bytes of the lines kept, for the cache's memory budget."""
 
 
 @dataclass
@@ -106,8 +136,29 @@ def _journal_summary(rows: list[AttemptResult]) -> dict[str, Any]:
 
 
 def _signature(path: Path) -> tuple[int, int]:
-    stat = path.stat()
-    return stat.st_mtime_ns, stat.st_size
+    found = path.stat()
+    return found.st_mtime_ns, found.st_size
+
+
+_TOO_DEEP = "nested too deeply to read (the file is damaged; re-run or restore it)"
+
+
+def _read_journal(
+    path: Path, skipped: list[str] | None = None
+) -> tuple[dict[str, Any], list[AttemptResult]]:
+    """``read_journal``, with a line nested beyond the parser's stack named as damage."""
+    try:
+        return read_journal(path, skipped=skipped)
+    except RecursionError:
+        raise ResultsError(f"journal {path.name}: {_TOO_DEEP}") from None
+
+
+def _json_line(line: bytes) -> Any:
+    """One line's JSON; ValueError when it is not JSON or nests beyond the parser's stack."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 class Library:
@@ -194,10 +245,12 @@ class Library:
 
     def _results(self, path: Path) -> RunSource | None:
         try:
-            with path.open("rb") as handle:
+            with self.open_confined(path, RUN_FILE_LIMIT) as handle:
                 start = handle.read(4096)
-        except OSError:
-            return None
+        except ResultsError as exc:  # gone meanwhile: nothing to show; a FIFO, say: its message
+            if str(exc).endswith("(moved or deleted?)"):
+                return None
+            return RunSource(_run_id("results", path), "results", path, problem=str(exc))
         if b'"run"' not in start:
             return None  # some other JSON file: not a run, not worth a message
         source = RunSource(_run_id("results", path), "results", path)
@@ -217,11 +270,13 @@ class Library:
         source = RunSource(_run_id("journal", path), "journal", path)
         old = self._sources.get(source.id)
         try:
+            with self.open_confined(path, RUN_FILE_LIMIT):
+                pass  # a regular file under the folders given, and not too large
             source.signature = _signature(path)
             if old is not None and old.signature == source.signature:
                 old.run["in_progress"] = _recent(old.signature)
                 return old  # a journal only grows: unchanged, it says the same
-            header, rows = read_journal(path, skipped=source.problems)
+            header, rows = _read_journal(path, source.problems)
         except (AgentEvalError, OSError) as exc:
             source.problem = str(exc)
             return source
@@ -234,15 +289,17 @@ class Library:
 
     def _labbook(self, path: Path) -> list[RunSource]:
         try:
-            with path.open("rb") as handle:
-                first = handle.readline()
-            probe = json.loads(first) if first.strip() else None
-        except (OSError, ValueError):
+            with self.open_confined(path, RUN_FILE_LIMIT) as handle:
+                first = handle.readline(64 * 1024)
+            probe = _json_line(first) if first.strip() else None
+        except (ResultsError, ValueError):
             return []
         if not isinstance(probe, dict) or "run_id" not in probe or "meta" in probe:
             return []  # a trajectory or some other JSON-lines file
         try:
             labbook = read_labbook(path)
+        except RecursionError:
+            return [RunSource(_run_id("labbook", path), "labbook", path, problem=_TOO_DEEP)]
         except AgentEvalError as exc:
             return [RunSource(_run_id("labbook", path), "labbook", path, problem=str(exc))]
         sources = [
@@ -276,12 +333,14 @@ class Library:
         with self._lock:
             reading = self._reading.setdefault(run_id, threading.Lock())
         with reading:
+            with self.open_confined(source.path, RUN_FILE_LIMIT):
+                pass  # still a regular file under the folders given, and not too large
             signature = _signature(source.path)
             cached = self._loaded.get(run_id)
             if cached is not None and cached[0] == signature:
                 return cached[1]
             if source.kind == "journal":
-                header, rows = read_journal(source.path)
+                header, rows = _read_journal(source.path)
                 run = _journal_run(header, rows)
                 loaded = RunResults(source.path, run, tuple(compact(row) for row in rows))
             else:
@@ -309,13 +368,102 @@ class Library:
             candidate = results.path.parent / candidate
         return self.confined(candidate.with_suffix(suffix))
 
-    def read_text(self, path: Path) -> str:
-        """A confined file's text; ResultsError naming it when it cannot be read."""
+    @contextmanager
+    def open_confined(self, path: Path, limit: int | None = None) -> Iterator[IO[bytes]]:
+        """``path`` opened for reading, when it is a regular file inside a given folder,
+        reached without following a symbolic link, and (with ``limit``) at most ``limit``
+        bytes long; ResultsError naming it otherwise.
+
+        Each folder on the way is opened relative to the one before with O_NOFOLLOW, and
+        the file itself with O_NOFOLLOW and O_NONBLOCK, then checked on its descriptor:
+        what is read is what was checked, even if a name is swapped for a link meanwhile,
+        and a FIFO is refused instead of blocking.
+        """
+        absolute = Path(os.path.abspath(path))
+        root = next((r for r in self.roots if absolute.is_relative_to(r) and absolute != r), None)
+        if root is None:
+            raise ResultsError(f"{path}: outside the folders given to view; not shown")
+        parts = absolute.relative_to(root).parts
         try:
-            if path.stat().st_size > TRAJECTORY_LIMIT:
-                raise ResultsError(f"{path.name}: larger than {TRAJECTORY_LIMIT} bytes; not shown")
-            return path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            raise ResultsError(f"{path.name}: not found (moved or deleted?)") from None
+            folder = os.open(root, _OPEN_FLAGS | os.O_DIRECTORY)
         except OSError as exc:
-            raise ResultsError(f"{path.name}: cannot be read ({exc.strerror})") from None
+            raise _unreadable(absolute, exc) from None
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, _OPEN_FLAGS | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            fd = os.open(parts[-1], _OPEN_FLAGS | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except OSError as exc:
+            raise _unreadable(absolute, exc) from None
+        finally:
+            os.close(folder)
+        handle = os.fdopen(fd, "rb")
+        with handle:
+            found = os.fstat(handle.fileno())
+            if not stat.S_ISREG(found.st_mode):
+                raise ResultsError(f"{absolute.name}: not a regular file; not shown")
+            if limit is not None and found.st_size > limit:
+                raise ResultsError(f"{absolute.name}: larger than {limit} bytes; not shown")
+            yield handle
+
+    def read_text(self, path: Path, limit: int = DIFF_LIMIT) -> tuple[str, bool]:
+        """A confined file's text, at most ``limit`` bytes of it, and whether more was cut;
+        ResultsError naming it when it cannot be read."""
+        with self.open_confined(path) as handle:
+            data = handle.read(limit + 1)
+        return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+
+    def read_trajectory(self, path: Path) -> Trajectory:
+        """A confined trajectory's records, read a line at a time and capped: lines that are
+        not JSON, nest too deeply or are too long are skipped, and records past the caps
+        are counted and cut; ``problem`` says what was left out."""
+        records: list[Any] = []
+        torn = long = cut = kept = 0
+        with self.open_confined(path) as handle:
+            while line := handle.readline(RECORD_LIMIT + 1):
+                if len(records) >= TRAJECTORY_RECORDS or kept >= TRAJECTORY_BYTES:
+                    cut = 1 + _lines_left(handle)
+                    break
+                if len(line) > RECORD_LIMIT and not line.endswith(b"\n"):
+                    long += 1
+                    while (rest := handle.readline(RECORD_LIMIT)) and not rest.endswith(b"\n"):
+                        pass
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    records.append(_json_line(line))
+                except ValueError:
+                    torn += 1
+                    continue
+                kept += len(line)
+        said = []
+        if torn:
+            said.append(f"{torn} line(s) of {path.name} are not JSON (or nest too deeply); skipped")
+        if long:
+            said.append(f"{long} line(s) of {path.name} are over {RECORD_LIMIT} bytes; skipped")
+        if cut:
+            said.append(
+                f"{path.name} holds more than is shown: the first {len(records)} records are "
+                f"shown and the {'' if cut < COUNT_LIMIT else 'at least '}{cut} line(s) after "
+                "them were cut"
+            )
+        return Trajectory(records, "; ".join(said) or None, kept + 256 * len(records))
+
+
+def _lines_left(handle: IO[bytes]) -> int:
+    """How many lines follow in ``handle``, counting at most COUNT_LIMIT."""
+    count = 0
+    while count < COUNT_LIMIT and (chunk := handle.read(1 << 20)):
+        count += chunk.count(b"\n")
+    return min(count, COUNT_LIMIT)
+
+
+def _unreadable(path: Path, exc: OSError) -> ResultsError:
+    """What to say of a file that could not be opened."""
+    if exc.errno == errno.ENOENT:
+        return ResultsError(f"{path.name}: not found (moved or deleted?)")
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return ResultsError(f"{path.name}: reached through a symbolic link; not shown")
+    return ResultsError(f"{path.name}: cannot be read ({exc.strerror})")

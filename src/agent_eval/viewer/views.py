@@ -6,7 +6,7 @@ and ``agent-eval report`` / ``compare`` never disagree.
 from __future__ import annotations
 
 import contextlib
-import json
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -17,7 +17,7 @@ from agent_eval.report import compare_runs, summarise_run
 from agent_eval.results import COURSE_TASK_KEYS, RunHead, RunResults
 from agent_eval.results.rows import Attempt
 from agent_eval.viewer.align import align, went_wrong
-from agent_eval.viewer.source import Library, RunSource
+from agent_eval.viewer.source import DIFF_LIMIT, Library, RunSource
 
 PAGE = 100
 """Tasks per grid page."""
@@ -25,6 +25,12 @@ STEPS_PAGE = 200
 """Trajectory records per page of the attempt timeline."""
 TEXT_LIMIT = 20_000
 """Characters kept of any one string in a trajectory record sent to the page."""
+NEST_LIMIT = 32
+"""Levels of a trajectory record shown; deeper parts are replaced by a note."""
+CACHE_ENTRIES = 16
+"""Trajectories kept in memory at most..."""
+CACHE_BYTES = 64 * 1024 * 1024
+"""...and at most this many bytes of their records, so a few large ones push the rest out."""
 
 
 class Views:
@@ -35,9 +41,10 @@ class Views:
         self._lock = threading.Lock()
         self._reports: dict[str, tuple[RunResults, dict[str, Any]]] = {}
         self._making: dict[str, threading.Lock] = {}
-        # The last trajectories read, by path: (mtime, records, problem).
-        self._trajectories: OrderedDict[Path, tuple[float, list[dict[str, Any]], str | None]]
-        self._trajectories = OrderedDict()
+        # The last trajectories read, by path: (mtime, records, problem, size in bytes).
+        self._trajectories: OrderedDict[
+            Path, tuple[float, list[dict[str, Any]], str | None, int]
+        ] = OrderedDict()
 
     def preload(self) -> None:
         """Read every results file and summarise it now, so that a run opens at once."""
@@ -185,8 +192,10 @@ class Views:
         diff, diff_problem = "", None
         try:
             path = self.library.sibling(results, row, ".diff")
-            if path is not None and path.exists():
-                diff = self.library.read_text(path)
+            if path is not None and os.path.lexists(path):
+                diff, cut = self.library.read_text(path, DIFF_LIMIT)
+                if cut:
+                    diff += f"\n[... cut: the first {DIFF_LIMIT} bytes of {path.name} are shown]"
         except ResultsError as exc:
             diff_problem = str(exc)
         task = _suite_task(results.run, row.id)
@@ -252,23 +261,21 @@ class Views:
                 self._trajectories.move_to_end(path)
                 return cached[1], cached[2]
         try:
-            text = self.library.read_text(path)
+            read = self.library.read_trajectory(path)
         except ResultsError as exc:
             return [], str(exc)
-        records, torn = [], 0
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                torn += 1
-                continue
-            records.append(_clip(record) if isinstance(record, dict) else {"value": _clip(record)})
-        problem = f"{torn} line(s) of {path.name} are not JSON; skipped" if torn else None
+        records = [
+            _clip(record) if isinstance(record, dict) else {"value": _clip(record)}
+            for record in read.records
+        ]
         with self._lock:
-            self._trajectories[path] = (mtime, records, problem)
-            while len(self._trajectories) > 16:
+            self._trajectories[path] = (mtime, records, read.problem, read.size)
+            while len(self._trajectories) > CACHE_ENTRIES or (
+                len(self._trajectories) > 1
+                and sum(entry[3] for entry in self._trajectories.values()) > CACHE_BYTES
+            ):
                 self._trajectories.popitem(last=False)
-        return records, problem
+        return records, read.problem
 
     # -- two runs --------------------------------------------------------------------
 
@@ -397,14 +404,17 @@ def _row(results: RunResults, index: int) -> Attempt:
     return results.rows[index]
 
 
-def _clip(value: Any) -> Any:
-    """A record with every string cut to TEXT_LIMIT characters, for the page."""
+def _clip(value: Any, depth: int = 0) -> Any:
+    """A record with every string cut to TEXT_LIMIT characters and nesting cut at
+    NEST_LIMIT levels, for the page."""
     if isinstance(value, str):
         return value if len(value) <= TEXT_LIMIT else value[:TEXT_LIMIT] + " [... cut for display]"
+    if isinstance(value, dict | list) and depth >= NEST_LIMIT:
+        return f"[... nested deeper than {NEST_LIMIT} levels; cut for display]"
     if isinstance(value, dict):
-        return {str(k): _clip(v) for k, v in value.items()}
+        return {str(k): _clip(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clip(v) for v in value]
+        return [_clip(v, depth + 1) for v in value]
     return value
 
 
