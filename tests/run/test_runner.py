@@ -134,8 +134,10 @@ def test_figures_match_hand_computation(config: RunConfig) -> None:
 
 
 def test_run_record_and_labbook(config: RunConfig) -> None:
+    from dataclasses import replace
+
     execute(prepare(config))
-    execute(prepare(config))
+    execute(prepare(replace(config, overwrite=True)))
     lines = config.labbook.read_text().splitlines()  # type: ignore[union-attr]
     assert len(lines) == 2
     run = json.loads(lines[0])

@@ -2,9 +2,10 @@
 
 The process is started once per worker. Each task is one request line on its stdin,
 ``{"protocol": 1, "task": ..., "options": ...}``, answered by one result line on its
-stdout; its stderr is appended to a log file. A process that dies, writes a line that
-is not a result, or stays silent past the attempt's time budget fails that attempt and
-is started afresh for the next one. The exact protocol is in ``docs/protocol.md``.
+stdout; its stderr is appended to a log file, the run's secrets redacted. A process
+that dies, writes a line that is not a result, or stays silent past the attempt's time
+budget fails that attempt and is started afresh for the next one. The exact protocol
+is in ``docs/protocol.md``.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from agent_eval.errors import AgentLoadError
 from agent_eval.records import AgentReply
+from agent_eval.redaction import Redactor, copy_redacted
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A result line longer than this is a runaway process, not a result."""
@@ -37,6 +40,10 @@ GENERIC_STEMS = frozenset({"agent", "main", "index", "run", "app", "cli", "__mai
 """Script names too generic to name a scaffold; the folder's name is used instead."""
 RESULT_KEYS = frozenset({*AgentReply.model_fields, "infra_error", "error", "protocol"})
 """Keys a result line may carry; any other key is a typo worth failing on."""
+
+
+PUMP_WAIT_SECONDS = 1.0
+"""How long the end of a process waits for the last of its stderr to reach the log."""
 
 
 class CommandAgentError(Exception):
@@ -172,9 +179,13 @@ class CommandAgent:
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: LineReader | None = None
         self._log: IO[bytes] | None = None
+        self._redact = Redactor([])
+        self._pump: threading.Thread | None = None
+        """Copies the process's stderr into the log, redacted, when there are secrets."""
 
     def build(self, options: dict[str, Any]) -> None:
         """Choose the stderr log from ``options["log_dir"]`` and start the process."""
+        self._redact = Redactor.for_run(None, options)  # its secret options, the environment's
         if options.get("log_dir"):
             self.log_path = Path(str(options["log_dir"])) / f"{self.SCAFFOLD_NAME}.log"
         self._start()
@@ -236,7 +247,8 @@ class CommandAgent:
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self._log,
+                # through a redacting copy when the run has secrets, else straight in
+                stderr=subprocess.PIPE if self._redact else self._log,
                 # Its own session: a Ctrl-C at the terminal is the harness's to handle,
                 # and killing the group also ends what the agent itself started.
                 start_new_session=True,
@@ -250,6 +262,14 @@ class CommandAgent:
             ) from None
         assert self._process.stdout is not None
         self._reader = LineReader(self._process.stdout.fileno())
+        if self._process.stderr is not None:
+            self._pump = threading.Thread(
+                target=copy_redacted,
+                args=(self._process.stderr, self._redact.stream(self._log.write)),
+                name="agent-stderr",
+                daemon=True,
+            )
+            self._pump.start()
         self._note(f"started pid {self._process.pid}: {self.command}")
 
     def _stop(self, grace: float = 0.0) -> None:
@@ -276,6 +296,10 @@ class CommandAgent:
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+        if self._pump is not None:
+            # its stderr ends with it, unless something it started still holds the pipe
+            self._pump.join(PUMP_WAIT_SECONDS)
+            self._pump = None
 
     def _failure(self, what: str, log_mark: int) -> CommandAgentError:
         """Stop the process (the next task restarts it) and say what went wrong."""
@@ -297,7 +321,7 @@ class CommandAgent:
     def _note(self, text: str) -> None:
         """A harness line in the stderr log, so each stretch of it can be told apart."""
         if self._log is not None:
-            self._log.write(f"[agent-eval] {text}\n".encode())
+            self._log.write(self._redact(f"[agent-eval] {text}\n").encode())
 
     def _log_size(self) -> int:
         try:

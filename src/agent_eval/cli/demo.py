@@ -132,6 +132,7 @@ def _run_agent(
         trajectory_dir=plan.out_dir / "trajectories",
         labbook=plan.out_dir / "labbook.jsonl",
         concurrency=plan.parallel,
+        overwrite=True,  # the demo's folder is its own: a second demo replaces the first
     )
     prepared = prepare(config)
     echo("")

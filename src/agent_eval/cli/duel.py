@@ -56,7 +56,7 @@ SHARED_ONLY = {
     "otlp_content",
 }
 """`run` flags a side may not set: the sides must share the tasks to be paired."""
-NOT_RECORDED = {"api_key", "otlp_headers", "resume", "fmt"}
+NOT_RECORDED = {"api_key", "secret_options", "otlp_headers", "resume", "fmt"}
 """Flags the duel file does not keep: secrets, and how this invocation was called."""
 _FLAG = {param.name: param.opts[0] for param in run.params if param.name}
 
@@ -156,7 +156,7 @@ def duel(**flags: Any) -> int:
         f"{config.alpha:g}, margin {config.margin:g}"
     )
     for side in SIDES:
-        report(f"  {side.upper()}: {specs[side]}")
+        report(f"  {side.upper()}: {_public_spec(specs[side])}")
     exporter = otlp_exporter(flags)
     with progress_bar(2 * len(tasks) * config.max_repeats, "attempts") as bar:
 
@@ -220,6 +220,7 @@ def _side_flags(side: str, spec: str, shared: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"{name} {spec!r}: {_FLAG[key]} is not a side's flag: {fix}")
     merged = {**shared, **{key: ctx.params[key] for key in given}, "agent": tokens[0]}
     merged["options"] = (*shared["options"], *ctx.params["options"])  # the side's win
+    merged["secret_options"] = (*shared["secret_options"], *ctx.params["secret_options"])
     return merged
 
 
@@ -233,28 +234,49 @@ def _with_recorded(flags: dict[str, Any], recorded: dict[str, Any]) -> dict[str,
     return merged
 
 
-def _recordable(flags: dict[str, Any]) -> dict[str, Any]:
-    """The flags as the duel file keeps them: no secret, not even inside a side's string."""
+def _public_option(pair: str) -> str:
+    """An --option pair as it may be recorded: a secret-named one's value redacted."""
     from agent_eval.run.secrets import REDACTED, is_secret_name
 
-    def option(pair: str) -> str:
-        key, sep, _ = pair.partition("=")
-        return f"{key}={REDACTED}" if sep and is_secret_name(key.strip()) else pair
+    key, sep, _ = pair.partition("=")
+    return f"{key}={REDACTED}" if sep and is_secret_name(key.strip()) else pair
 
-    def side(spec: str | None) -> str | None:
-        if spec is None:
-            return None
+
+def _public_spec(spec: str | None) -> str | None:
+    """A side's string as it may be recorded or printed: no secret in it."""
+    from agent_eval.run.secrets import REDACTED
+
+    if spec is None:
+        return None
+    try:
         tokens = shlex.split(spec)
-        for n, token in enumerate(tokens[:-1]):
-            if token == "--api-key":
-                tokens[n + 1] = REDACTED
-            elif token == "--option":
-                tokens[n + 1] = option(tokens[n + 1])
-        return shlex.join(tokens)
+    except ValueError:
+        return REDACTED  # cannot tell its secrets apart; _side_flags says what is wrong
 
+    def public(flag: str, value: str) -> str:
+        if flag == "--api-key":
+            return REDACTED
+        if flag == "--secret-option":
+            return f"{value.partition('=')[0]}={REDACTED}"
+        return _public_option(value) if flag == "--option" else value
+
+    kept: list[str] = []
+    for n, token in enumerate(tokens):
+        flag, joined, value = token.partition("=")
+        if joined and flag.startswith("--"):  # --api-key=VALUE
+            kept.append(f"{flag}={public(flag, value)}")
+        elif n and tokens[n - 1].startswith("--") and "=" not in tokens[n - 1]:
+            kept.append(public(tokens[n - 1], token))
+        else:
+            kept.append(token)
+    return shlex.join(kept)
+
+
+def _recordable(flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags as the duel file keeps them: no secret, not even inside a side's string."""
     kept = {key: value for key, value in flags.items() if key not in NOT_RECORDED}
-    kept["options"] = [option(pair) for pair in flags["options"]]
-    kept["side_a"], kept["side_b"] = side(flags["side_a"]), side(flags["side_b"])
+    kept["options"] = [_public_option(pair) for pair in flags["options"]]
+    kept["side_a"], kept["side_b"] = _public_spec(flags["side_a"]), _public_spec(flags["side_b"])
     return kept
 
 

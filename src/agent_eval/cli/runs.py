@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -49,7 +50,30 @@ def validate(suite: str, workspace: str | None, allow_empty_workspace: bool) -> 
     if loaded.same_as:
         docs = f", the tasks of shipped suite {loaded.same_as}{docs}"
     click.echo(f"ok  {s.name} {s.version}: {len(s.tasks)} task(s), {loaded.hash}{docs}")
+    commands = command_checks(s.tasks)
+    note_commands(loaded, commands)
+    for task_id, argv in commands:
+        click.echo(f"  command  {task_id}: {shlex.join(argv)}")
     return EXIT_OK
+
+
+def command_checks(tasks: list[Any]) -> list[tuple[str, list[str]]]:
+    """Each command state check of ``tasks``: (task id, argv)."""
+    from agent_eval.records import CommandCheck
+
+    return [(task.id, check.command) for task in tasks for check in task.expect_state
+            if isinstance(check, CommandCheck)]  # fmt: skip
+
+
+def note_commands(loaded: Any, commands: list[tuple[str, list[str]]]) -> None:
+    """Say, once, that the suite's checks are programs that run on this machine."""
+    if commands:
+        click.echo(
+            f"Note: suite {loaded.path} runs commands from its folder: {len(commands)} "
+            f"state check(s) are programs run after the agent; run only suites you trust "
+            f"(agent-eval validate lists them)",
+            err=True,
+        )
 
 
 RUN_HELP = """Run every task of a suite against an agent, with repeats.
@@ -112,6 +136,14 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     multiple=True,
     metavar="KEY=VALUE",
     help="Extra option passed to the agent (repeatable), e.g. tool_mode=json.",
+)
+@click.option(
+    "--secret-option",
+    "secret_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option passed to the agent but never recorded: its value is redacted "
+    "wherever it would appear (repeatable).",
 )
 @click.option("--cost-per-million", type=float, help="Your price per million tokens.")
 @click.option("--input-cost-per-million", type=float, help="Your price per million input tokens.")
@@ -181,6 +213,7 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     help="The Ray cluster: auto, HOST:PORT or ray://HOST:10001 (default: a local instance).",
 )
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
+@click.option("--overwrite", is_flag=True, help="Replace a finished run's results file at --out.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")
 @click.option("--shuffle", is_flag=True, help="Run attempts in a seeded random order.")
 @click.option(
@@ -219,6 +252,7 @@ def run(**flags: Any) -> int:
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     click.echo("")  # the course's blank line under its header
     click.echo(prepared.workspace_note, err=True)
+    note_commands(prepared.loaded, command_checks(prepared.tasks))
     width = id_width([task.id for task in prepared.tasks])
     with progress_bar(prepared.attempts, "attempts") as bar:
 
@@ -234,7 +268,10 @@ def run(**flags: Any) -> int:
 
         try:
             report = execute(
-                prepared, on_attempt, lambda message: click.echo(f"Note: {message}", err=True)
+                prepared,
+                on_attempt,
+                lambda message: click.echo(f"Note: {message}", err=True),
+                lambda message: click.echo(f"Warning: {message}", err=True),
             )
         finally:
             if exporter is not None:
@@ -280,6 +317,7 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         allow_empty_workspace=flags["allow_empty_workspace"],
         index=optional_path(flags["index"]),
         options=parse_options(flags["options"]),
+        secret_options=parse_options(flags["secret_options"], "--secret-option"),
         prices=Prices(
             flags["cost_per_million"],
             flags["input_cost_per_million"],
@@ -303,6 +341,7 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         isolation=flags["isolation"],
         executor=flags["executor"],
         ray_address=flags["ray_address"],
+        overwrite=flags["overwrite"],
     )
 
 
@@ -382,7 +421,10 @@ def audit(suite: str, fmt: str, workspace: str | None, allow_empty_workspace: bo
     import json
 
     from agent_eval.run.audit import audit as run_audit
+    from agent_eval.suite import load_suite
 
+    loaded = load_suite(suite)
+    note_commands(loaded, command_checks(loaded.suite.tasks))
     found = run_audit(suite, optional_path(workspace), allow_empty_workspace)
     if fmt == "json":
         click.echo(json.dumps(found.as_json(), indent=2))

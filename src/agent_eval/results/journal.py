@@ -82,6 +82,8 @@ class Journal:
         self.order = order
         self._lock = threading.Lock()
         self._offsets = array("q", [-1]) * len(order)
+        self.damaged: list[str] = []
+        """One warning per complete line that is not an attempt row: its attempt runs again."""
         fresh = not path.exists() or path.stat().st_size == 0
         if not fresh:
             _upgrade(path)
@@ -146,7 +148,9 @@ class Journal:
         """Index the complete rows already there; return where the complete lines end."""
         with self.path.open("rb") as handle:
             handle.readline()
+            number = 1  # the header's
             while True:
+                number += 1
                 offset = handle.tell()
                 line = handle.readline()
                 if not line or not line.endswith(b"\n"):
@@ -154,6 +158,10 @@ class Journal:
                 try:
                     row = AttemptResult.model_validate_json(line)
                 except ValidationError:
+                    self.damaged.append(
+                        f"journal {self.path}, line {number}: damaged, not an attempt row; "
+                        f"the attempt it held is run again"
+                    )
                     continue
                 self._remember((row.id, row.attempt), offset)
 

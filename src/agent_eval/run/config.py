@@ -85,6 +85,8 @@ class RunConfig:
     """Run even when the workspace has no documents (tasks that need none)."""
     index: Path | None = None
     options: dict[str, str] = field(default_factory=dict)
+    secret_options: dict[str, str] = field(default_factory=dict)
+    """--secret-option: given to the agent like options, never recorded, scrubbed from text."""
     prices: Prices = field(default_factory=Prices)
     quant: str | None = None
     engine: str | None = None
@@ -118,6 +120,8 @@ class RunConfig:
     """Where attempts run: `local` worker processes or a `ray` cluster."""
     ray_address: str | None = None
     """The Ray cluster (`auto`, `HOST:PORT`, `ray://HOST:10001`); None starts a local one."""
+    overwrite: bool = False
+    """A new run may replace a finished run's results file at ``out``."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
@@ -159,12 +163,14 @@ class RunConfig:
             )
 
 
-def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+def parse_options(pairs: tuple[str, ...] | list[str], flag: str = "--option") -> dict[str, str]:
     """`--option KEY=VALUE` pairs as a dict; a pair without '=' is a ConfigError."""
     options: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--option {pair!r}: write it as KEY=VALUE")
+            # a --secret-option's text is not repeated: it may be the secret itself
+            shown = repr(pair) if flag == "--option" else "(value not shown)"
+            raise ConfigError(f"{flag} {shown}: write it as KEY=VALUE")
         options[key.strip()] = value
     return options

@@ -26,7 +26,7 @@ from agent_eval.results import (
 from agent_eval.results.duel import DUEL_SCHEMA, SIDES, DuelRecord, Stop, side_results, write_duel
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
-from agent_eval.run.secrets import Redactor
+from agent_eval.run.secrets import run_redactor
 from agent_eval.score.planning import plan_from_pairs, repeats_needed
 from agent_eval.score.sequential import confidence_sequence, decide, projected_rounds
 
@@ -149,7 +149,7 @@ def play(
         played = True
     for side, run_config in config.sides.items():
         if played and run_config.labbook is not None:
-            redact = Redactor.for_run(run_config.api_key, run_config.options)
+            redact = run_redactor(run_config.api_key, run_config.options, run_config.secret_options)
             append_labbook(run_config.labbook, heads[side], redact)
     return record
 

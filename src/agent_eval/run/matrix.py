@@ -134,6 +134,7 @@ def load_sweep(path: Path, api_key: str | None, base_url: str | None) -> list[Co
     shared, matrix = sweep.run, sweep.matrix
     out_dir = Path(shared.out_dir)
     template = RunConfig(
+        overwrite=True,  # a sweep run again runs its finished cells again
         agent=matrix.agents[0],
         tasks=shared.tasks,
         only=tuple(shared.only),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
+from agent_eval.redaction import Redactor
 from agent_eval.run.config import Isolation
 from agent_eval.run.worker import Worker
 from agent_eval.run.zygote import Zygote
@@ -78,7 +79,9 @@ class Dispatch:
 
         build() failing in the first worker raises AgentLoadError before anything runs.
         """
-        zygote = Zygote(preload_for(self._spec), preload_first=self._concurrency > 1)
+        # what the workers print is redacted of the secrets they were given
+        redact = Redactor.for_run(None, self._options)
+        zygote = Zygote(preload_for(self._spec), self._concurrency > 1, redact)
         try:
             return self._run(zygote, pending, attempt, record)
         finally:

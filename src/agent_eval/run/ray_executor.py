@@ -308,7 +308,10 @@ class RaySlot:
                 raise exc.cause from None
             raise
         where = str(self.plan.trajectory_ref / scored.name)
-        return replace(scored, row=scored.row.model_copy(update={"trajectory_file": where}))
+        # the node redacted its own secrets; the driver's (its environment's) go too
+        redact = self.plan.redact
+        return replace(scored, row=scored.row.model_copy(update={"trajectory_file": where}),
+                       trajectory=redact(scored.trajectory), diff=redact(scored.diff))  # fmt: skip
 
 
 def _serve(

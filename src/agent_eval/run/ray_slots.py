@@ -25,9 +25,9 @@ import ray
 from agent_eval import __version__
 from agent_eval.errors import AgentLoadError
 from agent_eval.records import Task
+from agent_eval.redaction import Redactor, secret_option_names
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
 from agent_eval.run.pool import preload_for
-from agent_eval.run.secrets import Redactor, is_secret_name
 from agent_eval.run.worker import Worker
 from agent_eval.run.zygote import Zygote
 
@@ -38,7 +38,8 @@ SECRETS_ENV = "AGENT_EVAL_RUN_SECRET"
 def split_secrets(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """Options without their secrets (to travel as arguments), and the secrets (to
     travel as an environment variable)."""
-    secret = {k: v for k, v in options.items() if v and (k == "api_key" or is_secret_name(k))}
+    names = secret_option_names(options)
+    secret = {k: v for k, v in options.items() if v and k in names}
     return {k: v for k, v in options.items() if k not in secret}, secret
 
 
@@ -67,10 +68,10 @@ class SlotGroup:
             base_options=options,
             source=Path(here["source"]) if here["source"] else None,
             suite_dir=Path(str(here["suite_dir"])),
-            redact=Redactor(secret.values()),
+            redact=Redactor.for_run(None, options),  # and this node's environment's
             meta={**plan.meta, "ray_node_id": node},
         )
-        self._zygote = Zygote(preload_for(spec), preload_first=slots > 1)
+        self._zygote = Zygote(preload_for(spec), slots > 1, self._plan.redact)
         memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
         self._workers = [Worker(self._zygote, spec, options, memory_mb, isolation)
                          for _ in range(slots)]  # fmt: skip

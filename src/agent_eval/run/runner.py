@@ -10,6 +10,7 @@ kills them. Either way the journal and partial results are written.
 from __future__ import annotations
 
 import difflib
+import errno
 import platform
 import random
 import signal
@@ -27,7 +28,7 @@ from typing import Any
 
 from agent_eval import __version__
 from agent_eval.agents.entry import Agent, load_agent
-from agent_eval.errors import ConfigError, ResultsError
+from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, Task
 from agent_eval.results import (
     JOURNAL_SUFFIX,
@@ -54,7 +55,7 @@ from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.config import RunConfig
 from agent_eval.run.executor import Slot, executor_class, make_executor
 from agent_eval.run.outputs import BackgroundWriter, InOrder
-from agent_eval.run.secrets import Redactor, public_options
+from agent_eval.run.secrets import Redactor, public_options, run_redactor, with_secret_options
 from agent_eval.run.workspace import workspace_source
 from agent_eval.suite import LoadedSuite, load_suite
 from agent_eval.trace.trajectory import safe_part
@@ -159,6 +160,12 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"--out {config.out}: an unfinished run's journal {prepared.journal_path} is "
                 f"there; continue it with --resume {config.out}, or delete the journal"
             )
+        if config.out.exists() and not config.overwrite:
+            raise ConfigError(
+                f"--out {config.out}: a finished run's results are there; add repeats to it "
+                f"with --resume {config.out} --repeats N, write elsewhere with another "
+                f"--out, or replace it with --overwrite"
+            )
     else:
         name = f"{prepared.stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
         prepared.journal_path = config.trajectory_dir / name
@@ -234,14 +241,31 @@ def execute(
     prepared: PreparedRun,
     on_attempt: OnAttempt | None = None,
     on_notice: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Run every attempt not already journaled, then write the results and labbook.
 
     ``on_notice`` hears, once, anything the user should know about how the run goes,
-    such as attempts each getting a fresh worker because the agent cannot be copied.
+    such as attempts each getting a fresh worker because the agent cannot be copied;
+    ``on_warning`` hears what went wrong without stopping the run, such as a damaged
+    journal line whose attempt runs again. A full disk is a ResultsError saying where
+    the journal is and that --resume continues.
     """
     config = prepared.config
-    redact = Redactor.for_run(config.api_key, config.options)
+    redact = run_redactor(config.api_key, config.options, config.secret_options)
+    with _errors_told_plainly(prepared, redact):
+        return _execute(prepared, redact, on_attempt, on_notice, on_warning)
+
+
+def _execute(
+    prepared: PreparedRun,
+    redact: Redactor,
+    on_attempt: OnAttempt | None,
+    on_notice: Callable[[str], None] | None,
+    on_warning: Callable[[str], None] | None,
+) -> RunReport:
+    config = prepared.config
+    on_notice, on_warning = _redacted(on_notice, redact), _redacted(on_warning, redact)
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
@@ -249,6 +273,9 @@ def execute(
         reopen_journal(prepared.reopen, _journal_header(prepared))
         prepared.reopen = None
     journal = Journal(prepared.journal_path, _journal_header(prepared), order)
+    warnings = [redact(warning) for warning in journal.damaged]
+    for warning in warnings:
+        on_warning(warning)
     # A journaled attempt counts as finished unless its endpoint failed: those run again.
     finished = {order.position((row.id, row.attempt))
                 for row in journal.rows() if row.failure_class != "infra_error"}  # fmt: skip
@@ -269,8 +296,11 @@ def execute(
         """Trajectory file, then journal line, then the caller: each step can rely on
         the one before (a journaled row's file exists; on_attempt sees a kept row)."""
         scored.save(config.trajectory_dir)
-        journal.append(scored.row, redact(row_json(scored.row)))
-        in_order.put(index, scored.row)
+        text = row_json(scored.row)
+        kept = redact(text)
+        journal.append(scored.row, kept)
+        # what the console shows (an answer, an error) is the row as journaled, redacted
+        in_order.put(index, scored.row if kept == text else AttemptResult.model_validate_json(kept))
 
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
@@ -296,7 +326,7 @@ def execute(
             wall = time.perf_counter() - clock
             summary = tally.summary()
             head = results_head(prepared, summary, tally.per_task(), wall, interrupted,
-                                executor.warnings)  # fmt: skip
+                                warnings + executor.warnings)  # fmt: skip
             rows_in, written = prepared.journal_path, 0
             if config.out is not None:
                 written = write_results(config.out, head, journal.lines(), redact)
@@ -308,6 +338,43 @@ def execute(
         if config.labbook is not None and not interrupted:
             append_labbook(config.labbook, head.run, redact)
     return RunReport(head, summary, rows_in, interrupted, resumed)
+
+
+def _redacted(say: Callable[[str], None] | None, redact: Redactor) -> Callable[[str], None]:
+    """``say`` for messages that may quote an agent (a close() that failed), redacted."""
+    return (lambda message: say(redact(message))) if say is not None else (lambda _: None)
+
+
+FULL = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+        errno.EFBIG: "a file reached the largest size this system allows"}  # fmt: skip
+"""Write errors that mean no room, each as the user is told it."""
+
+
+@contextmanager
+def _errors_told_plainly(prepared: PreparedRun, redact: Redactor) -> Iterator[None]:
+    """An error's message is redacted (a build() that failed may quote the API key); no
+    room to write becomes one line saying so, where the journal is and how the run
+    continues, instead of a traceback: every attempt journaled before it is kept."""
+    try:
+        yield
+    except AgentEvalError as exc:
+        if redact and redact(str(exc)) != str(exc):
+            exc.args = (redact(str(exc)),)
+        raise
+    except OSError as exc:
+        if exc.errno not in FULL:
+            raise
+        what = f"{FULL[exc.errno]} ({exc.strerror})"
+        journal = prepared.journal_path
+        if journal is None or not journal.exists():
+            raise ResultsError(
+                f"{what}; no attempt had finished: free some space and run again"
+            ) from exc
+        target = prepared.config.out or journal
+        raise ResultsError(
+            f"{what}; the journal {journal} keeps every attempt that finished: free some "
+            f"space, then continue with the same command and --resume {target}"
+        ) from exc
 
 
 def _with_retries(
@@ -438,7 +505,7 @@ def results_head(
         ),
         seed=config.seed,
         prices=config.prices.as_dict(),
-        options=public_options(config.options),
+        options=public_options({**config.options, **config.secret_options}, config.secret_options),
         interrupted=interrupted,
         warnings=warnings,
         budgets=stated_budgets(loaded.suite, prepared.tasks, config),
@@ -464,5 +531,5 @@ def _base_options(prepared: PreparedRun) -> dict[str, Any]:
         "index": str(config.index) if config.index else None,
         "log_dir": str(config.trajectory_dir),
         **({"prices": config.prices.as_dict()} if config.prices.given else {}),
-        **config.options,
+        **with_secret_options(config.options, config.secret_options),
     }

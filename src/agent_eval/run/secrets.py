@@ -1,41 +1,53 @@
-"""Keep secrets out of every file: the API key and any option named like a secret."""
+"""Keep a run's secrets out of every file: what the run records of its options.
+
+What counts as a secret, and the redactor itself, are in agent_eval.redaction, which the
+agents that keep logs use too.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd"})
-REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 4
-"""Shorter values are not scrubbed from text: replacing '12' everywhere would garble it."""
+from agent_eval.redaction import (
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    SECRET_OPTIONS_KEY,
+    SECRET_WORDS,
+    Redactor,
+    is_secret_name,
+    secret_option_names,
+)
 
-
-def is_secret_name(name: str) -> bool:
-    """True for names like api_key, auth-token, client.secret or db_password."""
-    return any(part in SECRET_WORDS for part in re.split(r"[^a-z0-9]+", name.lower()))
-
-
-class Redactor:
-    """Replaces each known secret value in text before the text reaches a file."""
-
-    def __init__(self, secrets: Iterable[str | None]) -> None:
-        values = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
-        self._pattern = (
-            re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
-            if values
-            else None
-        )
-
-    def __call__(self, text: str) -> str:
-        return self._pattern.sub(REDACTED, text) if self._pattern else text
-
-    @classmethod
-    def for_run(cls, api_key: str | None, options: Mapping[str, str]) -> Redactor:
-        """The redactor for a run's API key and its secret-named options."""
-        return cls([api_key, *(v for k, v in options.items() if is_secret_name(k))])
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "SECRET_OPTIONS_KEY",
+    "SECRET_WORDS",
+    "Redactor",
+    "is_secret_name",
+    "public_options",
+]
 
 
-def public_options(options: Mapping[str, str]) -> dict[str, str]:
-    """Options as they may be recorded: secret-named values replaced."""
-    return {k: REDACTED if is_secret_name(k) else v for k, v in options.items()}
+def public_options(options: Mapping[str, Any], secret: Iterable[str] = ()) -> dict[str, Any]:
+    """Options as they may be recorded: the values of secret-named options and of the
+    ``secret`` ones (--secret-option) replaced, however short."""
+    hidden = secret_option_names(options) | set(secret)
+    return {k: REDACTED if k in hidden else v for k, v in options.items()}
+
+
+def with_secret_options(options: Mapping[str, str], secret: Mapping[str, str]) -> dict[str, Any]:
+    """The options an agent is given: ``options``, then the ``secret`` ones (--secret-option),
+    whose names are listed under SECRET_OPTIONS_KEY so that the agent, and its logs, know."""
+    if not secret:
+        return dict(options)
+    return {**options, **secret, SECRET_OPTIONS_KEY: sorted(secret)}
+
+
+def run_redactor(
+    api_key: str | None, options: Mapping[str, str], secret: Mapping[str, str]
+) -> Redactor:
+    """The redactor of a run: its API key, its secret options (by name or given as
+    secret), and the environment's variables named like secrets."""
+    return Redactor.for_run(api_key, with_secret_options(options, secret))

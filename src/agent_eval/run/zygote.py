@@ -23,6 +23,7 @@ import traceback
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 
+from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.run import agent_host
 
 NO_BACKGROUND_THREADS = {
@@ -39,19 +40,33 @@ monitor thread. Either would stop attempts running in copies of a built worker."
 class Zygote:
     """The parent's handle on the zygote: fork a worker, reap one, stop."""
 
-    def __init__(self, preload: list[str], preload_first: bool = True) -> None:
+    def __init__(
+        self, preload: list[str], preload_first: bool = True, redact: Redactor | None = None
+    ) -> None:
         """``preload_first=False`` forks the first worker before importing ``preload``:
-        with one worker the imports are only needed if it has to be replaced."""
+        with one worker the imports are only needed if it has to be replaced. With a
+        ``redact`` that knows secrets, what the workers print passes through it."""
         mine, theirs = socket.socketpair()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "agent_eval.run.zygote", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
-            stdout=2,  # a worker's prints go to stderr, never into the console layout
+            # a worker's prints go to stderr, never into the console layout
+            stdout=subprocess.PIPE if redact else 2,
+            stderr=subprocess.STDOUT if redact else None,
             start_new_session=True,  # Ctrl-C is the parent's to handle
             env={**os.environ, **NO_BACKGROUND_THREADS},
         )
         theirs.close()
+        self._pump: threading.Thread | None = None
+        if redact and self._process.stdout is not None:
+            self._pump = threading.Thread(
+                target=copy_redacted,
+                args=(self._process.stdout, redact.stream(write_all(2))),
+                name="worker-output",
+                daemon=True,
+            )
+            self._pump.start()
         self._conn = Connection(mine.detach())
         self._lock = threading.Lock()
         self._conn.send((preload, preload_first))
@@ -85,6 +100,8 @@ class Zygote:
         except (subprocess.TimeoutExpired, KeyboardInterrupt):
             self._process.kill()
             self._process.wait()
+        if self._pump is not None:  # the workers' last words, unless a stray keeps the pipe
+            self._pump.join(1.0)
 
 
 def serve(fd: int) -> None:

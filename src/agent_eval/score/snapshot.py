@@ -20,6 +20,11 @@ from typing import Literal
 CHUNK = 1024 * 1024
 MAX_DIFF_BYTES = 512 * 1024
 """Text files larger than this are listed as changed instead of diffed line by line."""
+MAX_WORKSPACE_DIFF_BYTES = 2 * 1024 * 1024
+"""The largest workspace diff kept with a trajectory (2 MiB): an agent that rewrites
+thousands of files must not leave a diff of hundreds of megabytes."""
+DIFF_CUT_MARK = "[agent-eval] diff cut"
+"""How the last line of a diff that was cut begins."""
 
 
 @dataclass(frozen=True)
@@ -113,32 +118,47 @@ def workspace_diff(before: Path | Snapshot | None, workspace: Path) -> str:
     ``before`` is the folder the workspace was copied from (full text diffs), or only its
     snapshot (then a changed file's old text is unknown and the file is listed), or None
     for a workspace that started empty. Binary and very large files are listed in the
-    form GNU diff uses, 'Binary files a/x and b/x differ', which patch tools skip.
+    form GNU diff uses, 'Binary files a/x and b/x differ', which patch tools skip. The
+    diff ends before the first file that would take it past MAX_WORKSPACE_DIFF_BYTES,
+    with a line (which patch tools skip too) saying what was cut.
     """
     folder = before if isinstance(before, Path) else None
     start = snapshot(before) if isinstance(before, Path) else (before or Snapshot())
     end = snapshot(workspace)
     moved = changes(start, end)
-    parts = []
-    for path in moved.paths():
-        added, removed = path in moved.added, path in moved.removed
-        old_name = "/dev/null" if added else f"a/{path}"
-        new_name = "/dev/null" if removed else f"b/{path}"
-        if _is_link(start, path) or _is_link(end, path):
-            parts.append(f"Files {old_name} and {new_name} differ (symbolic link)\n")
-            continue
-        if folder is None and not added:
-            parts.append(f"Files {old_name} and {new_name} differ (no starting copy kept)\n")
-            continue
-        old = "" if added else _text(folder / path) if folder is not None else None
-        new = "" if removed else _text(workspace / path)
-        if old is None or new is None:
-            parts.append(f"Binary files {old_name} and {new_name} differ\n")
-        else:
-            # An empty file added or removed has no lines, so it would not show otherwise.
-            unified = _unified(old, new, old_name, new_name)
-            parts.append(unified or f"Files {old_name} and {new_name} differ (empty file)\n")
+    paths = moved.paths()
+    parts, size = [], 0
+    for shown, path in enumerate(paths):
+        part = _path_diff(path, moved, start, end, folder, workspace)
+        size += len(part.encode("utf-8"))
+        if size > MAX_WORKSPACE_DIFF_BYTES:
+            parts.append(
+                f"{DIFF_CUT_MARK} at {MAX_WORKSPACE_DIFF_BYTES // 1024 // 1024} MiB: "
+                f"{len(paths) - shown} more changed file(s) not shown, from {path}\n"
+            )
+            break
+        parts.append(part)
     return "".join(parts)
+
+
+def _path_diff(
+    path: str, moved: Changes, start: Snapshot, end: Snapshot, folder: Path | None, workspace: Path
+) -> str:
+    """One changed path's part of the workspace diff."""
+    added, removed = path in moved.added, path in moved.removed
+    old_name = "/dev/null" if added else f"a/{path}"
+    new_name = "/dev/null" if removed else f"b/{path}"
+    if _is_link(start, path) or _is_link(end, path):
+        return f"Files {old_name} and {new_name} differ (symbolic link)\n"
+    if folder is None and not added:
+        return f"Files {old_name} and {new_name} differ (no starting copy kept)\n"
+    old = "" if added else _text(folder / path) if folder is not None else None
+    new = "" if removed else _text(workspace / path)
+    if old is None or new is None:
+        return f"Binary files {old_name} and {new_name} differ\n"
+    # An empty file added or removed has no lines, so it would not show otherwise.
+    unified = _unified(old, new, old_name, new_name)
+    return unified or f"Files {old_name} and {new_name} differ (empty file)\n"
 
 
 def _is_link(snap: Snapshot, path: str) -> bool:

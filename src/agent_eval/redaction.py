@@ -1,0 +1,189 @@
+"""What counts as a secret, and how text is scrubbed of secrets before it leaves the process.
+
+A secret is a value: the API key, the value of an option or environment variable named
+like a secret, or an option the user declared secret. Every one is replaced by
+``[redacted]`` wherever it appears in text the harness writes or prints. Values shorter
+than ``MIN_SECRET_LENGTH`` are not scrubbed from text (replacing '12' everywhere would
+garble it), though a secret option's value is never recorded whatever its length.
+
+A leaf module: the run, the agents that keep logs, and the writers of files all use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import IO, Any
+
+SECRET_WORDS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pass",
+    "auth",
+    "authorization",
+    "bearer",
+    "credential",
+    "cookie",
+    "session",
+)
+"""A name is a secret's when one of its words is one of these, ends with one (apikey,
+hftoken, oauth) or is its plural (hf_tokens, credentials)."""
+ENVIRONMENT_SECRET_WORDS = tuple(w for w in SECRET_WORDS if w not in {"cookie", "session"})
+"""For environment variables: session and cookie name ordinary desktop settings
+(XDG_SESSION_CLASS=user, DESKTOP_SESSION=ubuntu), whose values are words, not secrets."""
+QUANTITY_WORDS = ("max", "min", "num", "count", "limit", "budget", "length", "len", "size", "per")
+"""Words of counts and limits: max_tokens or token_limit name a number, not a secret."""
+SECRET_OPTIONS_KEY = "secret_options"
+"""The option that lists, for the agent, the names of the options given as secret."""
+REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 4
+"""Shorter values are not scrubbed from text: replacing '12' everywhere would garble it."""
+
+
+def _named_like(name: str, words: tuple[str, ...]) -> bool:
+    parts = [part for part in re.split(r"[^a-z0-9]+", name.lower()) if part]
+    if any(part in QUANTITY_WORDS or part.startswith(("max", "min", "num")) for part in parts):
+        return False
+    for part in parts:
+        singular = part.removesuffix("s")
+        if any(form.endswith(word) for form in (part, singular) for word in words):
+            return True
+    return False
+
+
+def is_secret_name(name: str) -> bool:
+    """True for option names like api_key, auth-token, hftoken, hf_tokens, credentials,
+    client.secret, db_password, authorization, bearer, cookie or session; False for
+    counts and limits such as max_tokens."""
+    return _named_like(name, SECRET_WORDS)
+
+
+def is_secret_env_name(name: str) -> bool:
+    """True for environment variables like OPENAI_API_KEY, MY_CLOUD_SECRET, HF_TOKEN or
+    DB_PASSWORD (session and cookie aside: see ENVIRONMENT_SECRET_WORDS)."""
+    return _named_like(name, ENVIRONMENT_SECRET_WORDS)
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The values of the environment variables named like secrets."""
+    return [value for name, value in environ.items() if value and is_secret_env_name(name)]
+
+
+def secret_option_names(options: Mapping[str, Any]) -> set[str]:
+    """The options whose values are secrets: api_key, those named like a secret, and those
+    the user gave as secret (listed under ``SECRET_OPTIONS_KEY``)."""
+    declared = options.get(SECRET_OPTIONS_KEY)
+    names = {str(n) for n in declared} if isinstance(declared, list | tuple) else set()
+    names |= {key for key in options if key == "api_key" or is_secret_name(key)}
+    names.discard(SECRET_OPTIONS_KEY)
+    return names
+
+
+def option_secrets(options: Mapping[str, Any]) -> list[str]:
+    """The secret values among ``options`` (only strings: a list of names is not one)."""
+    return [v for k in secret_option_names(options) if isinstance(v := options.get(k), str)]
+
+
+class Redactor:
+    """Replaces each known secret value in text before the text leaves the process."""
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH},
+                        key=len, reverse=True)  # fmt: skip
+        self.longest = len(values[0].encode("utf-8")) if values else 0
+        """The longest secret's length in UTF-8 bytes: what a stream must hold back."""
+        self._text = re.compile("|".join(map(re.escape, values))) if values else None
+        self._bytes = (
+            re.compile(b"|".join(re.escape(v.encode("utf-8")) for v in values)) if values else None
+        )
+
+    def __bool__(self) -> bool:
+        """False when there is nothing to redact."""
+        return self._text is not None
+
+    def __call__(self, text: str) -> str:
+        return self._text.sub(REDACTED, text) if self._text else text
+
+    def data(self, data: bytes) -> bytes:
+        """``data`` with every secret's UTF-8 bytes replaced."""
+        return self._bytes.sub(REDACTED.encode(), data) if self._bytes else data
+
+    def stream(self, write: Callable[[bytes], Any]) -> RedactingStream:
+        """A writer that redacts what passes through it on its way to ``write``."""
+        return RedactingStream(self, write)
+
+    @classmethod
+    def for_run(
+        cls,
+        api_key: str | None,
+        options: Mapping[str, Any],
+        environ: Mapping[str, str] | None = None,
+    ) -> Redactor:
+        """The redactor for a run: its API key, its secret options' values and the values
+        of the variables named like secrets in ``environ`` (default: this process's)."""
+        env = os.environ if environ is None else environ
+        return cls([api_key, *option_secrets(options), *environment_secrets(env)])
+
+
+class RedactingStream:
+    """Redacts a byte stream that arrives in pieces: a secret split across two pieces is
+    still caught, because the last ``longest - 1`` bytes wait for the next piece."""
+
+    def __init__(self, redactor: Redactor, write: Callable[[bytes], Any]) -> None:
+        self._redactor, self._write = redactor, write
+        self._pattern = redactor._bytes
+        self._held = b""
+
+    def write(self, data: bytes) -> None:
+        if self._pattern is None:
+            self._write(data)
+            return
+        buffer = self._held + data
+        cut = max(0, len(buffer) - (self._redactor.longest - 1))
+        out, start = [], 0
+        for found in self._pattern.finditer(buffer, 0, len(buffer)):
+            if found.start() >= cut:
+                break
+            out += [buffer[start : found.start()], REDACTED.encode()]
+            start = found.end()
+        end = max(cut, start)
+        out.append(buffer[start:end])
+        self._held = buffer[end:]
+        if any(out):
+            self._write(b"".join(out))
+
+    def close(self) -> None:
+        """Write what was held back (the stream ended)."""
+        if self._held:
+            self._write(self._redactor.data(self._held))
+            self._held = b""
+
+
+def copy_redacted(pipe: IO[bytes], stream: RedactingStream) -> None:
+    """Copy what a process writes to ``pipe`` through ``stream`` until the pipe closes
+    (run on a thread of its own)."""
+    try:
+        while chunk := os.read(pipe.fileno(), 1 << 16):
+            stream.write(chunk)
+    except (OSError, ValueError):  # the sink was closed under us: nothing more to keep
+        pass
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+        pipe.close()
+
+
+def write_all(fd: int) -> Callable[[bytes], None]:
+    """A writer of whole byte strings to ``fd`` (os.write may write only part)."""
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    return write
