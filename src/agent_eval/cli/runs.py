@@ -198,6 +198,7 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
 def run(**flags: Any) -> int:
+    from agent_eval.agents.config import tool_mode_note
     from agent_eval.cli.console import (
         attempt_detail,
         attempt_line,
@@ -216,6 +217,10 @@ def run(**flags: Any) -> int:
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
+    mode_note = tool_mode_note(prepared.agent.run_task, config.options, config.base_url,
+                               config.api_key, config.model)  # fmt: skip
+    if mode_note:
+        click.echo(mode_note, err=True)
     click.echo(prepared.workspace_note, err=True)
     width = id_width([task.id for task in prepared.tasks])
     with progress_bar(prepared.attempts, "attempts") as bar:
