@@ -202,6 +202,7 @@ def run(**flags: Any) -> int:
     from agent_eval.cli.console import (
         attempt_detail,
         attempt_line,
+        crash_lines,
         header,
         id_width,
         summary_block,
@@ -209,6 +210,7 @@ def run(**flags: Any) -> int:
     from agent_eval.run.runner import execute, prepare
 
     config = run_config(flags)
+    debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
@@ -227,6 +229,8 @@ def run(**flags: Any) -> int:
 
         def on_attempt(row: Any) -> None:
             click.echo(attempt_line(row, width))
+            for line in crash_lines(row, every=debug):
+                click.echo(line)
             if flags["verbose"]:
                 for line in attempt_detail(row):
                     click.echo(line)
