@@ -39,19 +39,24 @@ def test_three_clicks_from_the_runs_to_the_step_that_went_wrong(
     page.screenshot(path=str(shots / "run.png"), full_page=True)
     page.locator("#grid tr[data-task='t-flip'] a.cell").first.click()  # 2
     page.wait_for_selector("#went-wrong")
+    # steps count as the attempt does: the route is no step, the failed tool is step 2
+    assert page.inner_text("#went-wrong a") == "step 2"
     page.locator("#went-wrong a").click()  # 3
     page.wait_for_selector("details.step.wrong[open]")
     step = page.locator("details.step.wrong[open]")
     assert "tool read_file · ERROR" in step.inner_text()
     assert "refused: outside the workspace" in step.inner_text()
-    assert "#3 " in step.locator("summary").inner_text()
+    assert step.locator("summary").inner_text().startswith("step 2 · tool read_file")
     failed = page.locator("#checks tr.failed-check").all_inner_texts()
     assert [line.split("\t")[:2] for line in failed] == [
         ["expect_in_answer", "FAILED"],
         ["state: file notes.txt exists", "FAILED"],
     ]
-    assert "#1 route → researcher: the task needs evidence" in page.inner_text("#timeline")
-    assert "#5 stop: finished" in page.inner_text("#timeline")
+    titles = page.locator("#timeline details.step summary").all_inner_texts()
+    assert [t.split(" · ")[0] for t in titles if t.startswith("step ")] == ["step 1", "step 2",
+                                                                             "step 3"]  # fmt: skip
+    assert titles[0].startswith("route → researcher: the task needs evidence")
+    assert titles[4].startswith("stop: finished")
     page.screenshot(path=str(shots / "attempt.png"), full_page=True)
 
 

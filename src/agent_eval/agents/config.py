@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ class AgentConfig:
     router_model: str
     """The router's model; the main model when none is given."""
     tool_mode: str
-    """``native`` (OpenAI tool calls) or ``json`` (one JSON action per turn)."""
+    """``native`` (OpenAI tool calls) or ``json`` (one JSON action per turn); without a
+    ``tool_mode`` option, what the endpoint advises for the model (ClientPool.config)."""
     workspace: Path
     """The attempt's fresh workspace."""
     index: Path | None
@@ -167,12 +168,55 @@ def _prices(value: Any) -> dict[str, float | None]:
         raise ConfigError(f"option prices={value!r}: expected numbers") from None
 
 
+TOOL_MODE_AGENTS = ("agent_eval.agents.minimal", "agent_eval.agents.multi_agent")
+"""The modules of the reference agents that take a tool mode (retrieve-read calls no tool)."""
+
+
+def tool_mode_note(
+    run_task: Any, options: dict[str, Any], base_url: str, api_key: str | None, model: str
+) -> str | None:
+    """The run header's line when a reference agent will use JSON actions because the
+    endpoint advises them for ``model`` and no ``tool_mode`` option was given; else None."""
+    if options.get("tool_mode") or getattr(run_task, "__module__", None) not in TOOL_MODE_AGENTS:
+        return None
+    with ChatClient(base_url, api_key, timeout=10.0) as client:
+        if client.advised_tool_mode(model) != "json":
+            return None
+    return (
+        f"tool mode: JSON actions, as the endpoint advises for {model} (too small for native "
+        "tool calls); --option tool_mode=native overrides"
+    )
+
+
 class ClientPool:
     """One shared, thread-safe client per endpoint, so concurrent attempts reuse connections."""
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str | None, float], ChatClient] = {}
+        self._advice: dict[tuple[str, str], str | None] = {}
+        """(endpoint, model) -> the tool mode its /v1/models entry advises, once asked."""
         self._lock = threading.Lock()
+
+    def config(self, options: dict[str, Any]) -> AgentConfig:
+        """The attempt's options parsed; with no ``tool_mode`` option, the tool mode the
+        endpoint advises for the model (the embedded server advises ``json`` for a model
+        too small for native tool calls), else ``native``."""
+        config = AgentConfig.from_options(options)
+        if options.get("tool_mode"):
+            return config
+        client = self.get(config.base_url, config.api_key, config.timeout)
+        advised = self._advised(client, config.model)
+        return replace(config, tool_mode=advised) if advised else config
+
+    def _advised(self, client: ChatClient, model: str) -> str | None:
+        key = (client.base_url, model)
+        with self._lock:
+            if key in self._advice:
+                return self._advice[key]
+        advised = client.advised_tool_mode(model)  # outside the lock: a request
+        with self._lock:
+            self._advice[key] = advised
+        return advised
 
     def get(self, base_url: str, api_key: str | None, timeout: float) -> ChatClient:
         """Return the client for this endpoint, creating it on first use."""
@@ -188,7 +232,10 @@ class ClientPool:
         if not options.get("base_url"):
             return None
         timeout = _number(options, {}, "request_timeout", float) or DEFAULT_TIMEOUT
-        return self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
+        client = self.get(str(options["base_url"]), options.get("api_key") or None, timeout)
+        if options.get("model") and not options.get("tool_mode"):
+            self._advised(client, str(options["model"]))  # asked once, before any copy
+        return client
 
     def close(self) -> None:
         """Close every client; a later attempt opens new ones."""
@@ -196,6 +243,7 @@ class ClientPool:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+            self._advice.clear()
 
 
 def warm_search(options: dict[str, Any]) -> None:

@@ -13,6 +13,8 @@ import json
 import math
 import os
 import sys
+import sysconfig
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
 
 MAX_ANSWER_CHARS = 100_000
 """Longer answers are an agent error: a dump, not an answer, and a hazard for every file."""
+MAX_FRAMES = 8
+"""A crash's traceback keeps at most this many of the agent's frames, the innermost."""
+MAX_CODE_CHARS = 200
+"""A frame's source line is cut to this many characters."""
 
 
 class AgentMisbehaved(Exception):
@@ -118,6 +124,60 @@ def _import_file(path: Path) -> ModuleType:
     except Exception as exc:
         raise AgentLoadError(f"agent {path}: importing it failed: {exc!r}") from exc
     return module
+
+
+def agent_frames(exc: BaseException) -> list[dict[str, Any]]:
+    """The frames of ``exc``'s traceback in the agent's own files, outermost first, each
+    ``{file, line, function, code}``: what a student needs to find the line that raised.
+
+    The first frame is the harness's own call of run_task and is left out, as are the
+    standard library's, installed packages' and agent-eval's (its tools and model client);
+    the shipped agents' own files count as an agent's. When no frame is left (an agent
+    that is an installed package), the innermost frame outside the standard library is
+    kept, so there is always a place to look.
+    """
+    frames = traceback.extract_tb(exc.__traceback__)[1:]
+    own = [frame for frame in frames if _kind(frame.filename) == "agent"]
+    if not own:
+        own = [frame for frame in frames if _kind(frame.filename) != "stdlib"][-1:]
+    here = Path.cwd()
+    return [
+        {
+            "file": _shown(frame.filename, here),
+            "line": frame.lineno or 0,
+            "function": frame.name,
+            "code": (frame.line or "")[:MAX_CODE_CHARS],
+        }
+        for frame in own[-MAX_FRAMES:]
+    ]
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+"""agent-eval's own package folder; its agents/ subfolder holds the shipped agents."""
+_STDLIB = tuple({Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")})
+_INSTALLED = tuple({Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")})
+
+
+def _kind(filename: str) -> str:
+    """``agent``, ``library`` (installed packages and agent-eval's own) or ``stdlib``."""
+    if filename.startswith("<"):  # <frozen ...> is Python's own; <string> is exec'd code
+        return "stdlib" if filename.startswith("<frozen") else "agent"
+    path = Path(filename).resolve()
+    if path.is_relative_to(_PACKAGE / "agents"):
+        return "agent"
+    if path.is_relative_to(_PACKAGE) or any(path.is_relative_to(p) for p in _INSTALLED):
+        return "library"
+    if any(path.is_relative_to(p) for p in _STDLIB):
+        return "stdlib"
+    return "agent"
+
+
+def _shown(filename: str, here: Path) -> str:
+    """A frame's file as a user names it: relative to the current folder when inside it."""
+    path = Path(filename)
+    if path.is_absolute() and path.is_relative_to(here):
+        return str(path.relative_to(here))
+    return filename
 
 
 def coerce_reply(value: Any) -> AgentReply:

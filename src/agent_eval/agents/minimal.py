@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.agents import prompts
-from agent_eval.agents.config import AgentConfig, ClientPool, warm_search
+from agent_eval.agents.config import ClientPool, warm_search
 from agent_eval.agents.loop import tool_loop
 from agent_eval.agents.session import Session
 from agent_eval.tools import tool_specs
@@ -30,7 +30,7 @@ def build(options: dict[str, Any]) -> None:
 
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:
     """Run one attempt at ``task`` and return the entry-point result dict."""
-    config = AgentConfig.from_options(options)
+    config = _clients.config(options)
     session = Session(config, _clients.get(config.base_url, config.api_key, config.timeout))
     system = prompts.agent_system(tool_specs(list(config.tools)), config.tool_mode == "json")
 

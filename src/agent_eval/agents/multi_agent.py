@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.agents import prompts
-from agent_eval.agents.config import AgentConfig, ClientPool, warm_search
+from agent_eval.agents.config import ClientPool, warm_search
 from agent_eval.agents.loop import LoopResult, tool_loop
 from agent_eval.agents.session import Session
 from agent_eval.models.actions import find_json_object, is_whole_object, json_schema_format
@@ -56,7 +56,7 @@ def build(options: dict[str, Any]) -> None:
 
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:
     """Run one attempt at ``task`` through the four roles and return the result dict."""
-    config = AgentConfig.from_options(options)
+    config = _clients.config(options)
     client = _clients.get(config.base_url, config.api_key, config.timeout)
     session = Session(config, client, per_role=True)
     return session.run(lambda: _pipeline(session, task))

@@ -30,7 +30,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     try:
-        code = cli.main(args=args, prog_name="agent-eval", standalone_mode=False)
+        code = cli.main(
+            args=args, prog_name="agent-eval", standalone_mode=False, obj={"debug": debug}
+        )
     except click.exceptions.Abort:
         if debug:
             traceback.print_exc()

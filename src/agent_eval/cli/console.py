@@ -29,6 +29,14 @@ def attempt_line(row: AttemptResult, width: int = ID_WIDTH) -> str:
     )
 
 
+def crash_lines(row: AttemptResult, every: bool = False) -> list[str]:
+    """Where the agent raised, under its BAD line: the innermost frame of its own files,
+    or with ``every`` (``--debug``) each of them, outermost first."""
+    frames = row.traceback or []
+    return [f"        at {f.file}:{f.line} in {f.function}: {f.code}"
+            for f in (frames if every else frames[-1:])]  # fmt: skip
+
+
 def attempt_detail(row: AttemptResult) -> list[str]:
     """The --verbose lines under an attempt: its answer and whatever failed."""
     answer = " ".join(row.answer.split())

@@ -231,9 +231,11 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
 def run(**flags: Any) -> int:
+    from agent_eval.agents.config import tool_mode_note
     from agent_eval.cli.console import (
         attempt_detail,
         attempt_line,
+        crash_lines,
         header,
         id_width,
         summary_block,
@@ -242,6 +244,7 @@ def run(**flags: Any) -> int:
     from agent_eval.run.runner import execute, prepare
 
     config = run_config(flags)
+    debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
     prepared = prepare(config)
@@ -251,6 +254,10 @@ def run(**flags: Any) -> int:
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     click.echo("")  # the course's blank line under its header
+    mode_note = tool_mode_note(prepared.agent.run_task, config.options, config.base_url,
+                               config.api_key, config.model)  # fmt: skip
+    if mode_note:
+        click.echo(mode_note, err=True)
     click.echo(prepared.workspace_note, err=True)
     note_commands(prepared.loaded, command_checks(prepared.tasks))
     width = id_width([task.id for task in prepared.tasks])
@@ -258,6 +265,8 @@ def run(**flags: Any) -> int:
 
         def on_attempt(row: Any) -> None:
             click.echo(attempt_line(row, width))
+            for line in crash_lines(row, every=debug):
+                click.echo(line)
             if flags["verbose"]:
                 for line in attempt_detail(row):
                     click.echo(line)

@@ -159,6 +159,24 @@ class ChatClient:
             return {}
         return data if isinstance(data, dict) else {}
 
+    def advised_tool_mode(self, model: str) -> str | None:
+        """The tool mode the endpoint's ``/v1/models`` entry for ``model`` advises
+        (``native`` or ``json``), or None when it advises none, as most servers do.
+
+        The embedded server advises ``json`` for a model too small for native tool calls.
+        """
+        try:
+            response = self._http.get(f"{self.base_url}/models", timeout=min(self.timeout, 10.0))
+            data = response.json() if response.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return None
+        entries = data.get("data") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == model:
+                mode = entry.get("tool_mode")
+                return mode if mode in ("native", "json") else None
+        return None
+
     def _post(self, path: str, **fields: Any) -> tuple[httpx.Response, float]:
         """POST the fields that are set (None means "the server's default") as JSON."""
         body = {k: v for k, v in fields.items() if v is not None}

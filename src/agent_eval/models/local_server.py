@@ -38,6 +38,12 @@ from agent_eval.web import MAX_BODY, AppServer, BadBody, check_host, is_loopback
 
 ALIASES = ("local/chat", "local/answer", "local/router")
 DEFAULT_PORT = 4000
+NATIVE_TOOLS_FROM = 1_000_000_000
+"""Parameters a model needs before its ``/v1/models`` entries advise native tool calls
+(``"tool_mode": "native"``). Below it they advise ``"json"``: a model of a few hundred
+million parameters, like the shipped 270M one, does not keep to a tool-call turn (it
+repeats its prompt until the reply is cut), but a grammar-constrained JSON action it can
+produce. The reference agents follow this advice when no ``tool_mode`` option is given."""
 
 __all__ = ["ALIASES", "DEFAULT_PORT", "LocalModelServer", "is_loopback", "wait_healthy"]
 _COMPLETIONS = {"/v1/chat/completions": chat_completion, "/v1/completions": text_completion}
@@ -288,6 +294,7 @@ class LocalModelServer:
         """The ``/v1/models`` entries: each alias, then the model's own name."""
         info = self._info()
         meta = {k: info[k] for k in ("model_file", "quant", "engine", "engine_version")}
+        small = int(info.get("parameters") or 0) < NATIVE_TOOLS_FROM
         return [
             {
                 "id": name,
@@ -295,6 +302,7 @@ class LocalModelServer:
                 "created": self._loaded_at,
                 "owned_by": "agent-eval",
                 "meta": meta,
+                "tool_mode": "json" if small else "native",
             }
             for name in (*ALIASES, info["model"])
         ]

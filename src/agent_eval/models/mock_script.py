@@ -150,6 +150,9 @@ class Script(_Strict):
     chat_template: bool | None = None
     """Reported at ``GET /health``: whether the scripted model has a chat template, so an
     agent that picks its prompt style from the server can be tested both ways."""
+    tool_mode: Literal["native", "json"] | None = None
+    """Reported in every ``GET /v1/models`` entry, as the embedded server advises a tool
+    mode, so an agent that follows the advice can be tested both ways."""
 
     def choose(
         self, messages: list[dict[str, Any]], model: str, used: dict[int, int] | None = None

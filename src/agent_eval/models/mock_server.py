@@ -291,6 +291,8 @@ def _app(mock: MockModelServer) -> Starlette:
         path, method = request.url.path.rstrip("/"), request.method
         if method == "GET" and path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "mock"} for m in mock.script.models]
+            if mock.script.tool_mode is not None:
+                data = [{**entry, "tool_mode": mock.script.tool_mode} for entry in data]
             return _reply(200, {}, json.dumps({"object": "list", "data": data}).encode())
         if method == "GET" and path == "/health":
             return _reply(200, {}, json.dumps(mock.health()).encode())

@@ -24,6 +24,17 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class Frame(Record):
+    """One frame of an agent's crash, in the agent's own files."""
+
+    file: str
+    """The file, relative to the folder the run started in when it is inside it."""
+    line: int
+    function: str
+    code: str
+    """The source line that was running (cut short when long)."""
+
+
 class AttemptResult(Record):
     """One row of a results file: one attempt at one task, scored."""
 
@@ -68,6 +79,12 @@ class AttemptResult(Record):
     """The passages the agent cited, when it cited any."""
     group: str | None = None
     """The task's group, when it has one (for cluster-robust uncertainty)."""
+    traceback: list[Frame] | None = None
+    """Where run_task raised, outermost frame first, the agent's own files only; None
+    when it did not raise."""
+    copied_share: float | None = None
+    """The share of the answer's words copied verbatim from the task text or the
+    documents (score.copied.copied_share); None when there was no answer to measure."""
 
     @property
     def passed(self) -> bool:

@@ -62,6 +62,10 @@ class Attempt(NamedTuple):
     """The passages the agent cited, when it cited any."""
     group: str | None
     """The task's group, when it has one."""
+    traceback: tuple[Any, ...] | None
+    """Where run_task raised: the agent's own frames (results.records.Frame)."""
+    copied_share: float | None
+    """The share of the answer copied from the task or the documents (score.copied)."""
     passed: bool
     """The verdict."""
     failure: str | None
@@ -87,6 +91,7 @@ if Attempt._fields[:-2] != tuple(AttemptResult.model_fields):
 _CHECKS_AT = Attempt._fields.index("checks")
 _CHANGED_AT = Attempt._fields.index("changed_files")
 _CITED_AT = Attempt._fields.index("citations")
+_TRACE_AT = Attempt._fields.index("traceback")
 _LIST_CHECKS = [
     index
     for index, field in enumerate(Checks.model_fields.values())
@@ -123,6 +128,8 @@ def compact(row: AttemptResult) -> Attempt:
         values[_CHANGED_AT] = _share(tuple(row.changed_files))
     if row.citations is not None:
         values[_CITED_AT] = tuple(row.citations)
+    if row.traceback is not None:
+        values[_TRACE_AT] = tuple(row.traceback)
     passed = row.checks.passed
     values.append(passed)
     values.append(None if passed else row.failure)

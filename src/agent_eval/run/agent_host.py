@@ -38,15 +38,23 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from agent_eval.agents.entry import Agent, AgentMisbehaved, coerce_reply, load_agent
+from agent_eval.agents.entry import (
+    Agent,
+    AgentMisbehaved,
+    agent_frames,
+    coerce_reply,
+    load_agent,
+)
 from agent_eval.agents.outage import describe as describe_outage
 from agent_eval.agents.outage import find_outage
 from agent_eval.errors import AgentLoadError
 
 RunTask = Callable[[str, dict[str, Any]], Any]
 Reply = tuple[str, Any, Any]
-"""(kind, value, infra): kind is reply (value: what run_task returned, for the parent to
-check), or agent_error, over_budget or infra_error (value: why)."""
+"""(kind, value, extra): kind is reply (value: what run_task returned, for the parent to
+check), or agent_error, over_budget or infra_error (value: why). extra is the agent's
+account of an endpoint failure for reply and infra_error, and for an agent_error raised
+by run_task its traceback's frames in the agent's own files (`agent_frames`)."""
 SPARE_COPIES = 2
 """Copies kept waiting: two, so the parent finds one ready even when the next fork has
 not finished; an idle copy costs next to nothing, its memory shared with the worker."""
@@ -241,7 +249,7 @@ def _attempt(run_task: RunTask, task: str, options: dict[str, Any], keep: Keep) 
         outage = find_outage(exc)
         if outage is not None:  # ...unless its HTTP client says the endpoint failed
             return ("infra_error", describe_outage(exc, outage), outage.as_infra())
-        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", None)
+        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", agent_frames(exc))
     if not isinstance(raw, dict):
         return ("reply", raw, None)
     fields = {key: raw[key] for key in keep.reply_keys if key in raw}

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
 from agent_eval.results import AttemptResult
 from agent_eval.results.legacy import RAISED
+from agent_eval.results.records import Frame
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Outcome
 from agent_eval.run.workspace import fresh_workspace
@@ -141,6 +142,9 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
                                cost=cost, max_cost=plan.max_cost, citations=cited)  # fmt: skip
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
+    if outcome.traceback is not None:  # the agent raised: its own stop record says where
+        reply.trajectory.append({"type": "stop", "reason": "agent_error", "detail": error,
+                                 "traceback": outcome.traceback})  # fmt: skip
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
     meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
             "started": started.isoformat()}  # fmt: skip
@@ -165,6 +169,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         changed_files=touched,
         citations=reply.citations or None,
         group=task.group,
+        traceback=None if outcome.traceback is None else [Frame(**f) for f in outcome.traceback],
     )
     return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "")
 

@@ -49,6 +49,8 @@ class Outcome:
     """agent_error, over_budget or infra_error when there is no reply."""
     infra: dict[str, Any] | None = None
     """The agent's account of a model endpoint failure, for retries."""
+    traceback: list[dict[str, Any]] | None = None
+    """Where run_task raised: its frames in the agent's own files (agent_frames)."""
 
 
 class Worker:
@@ -173,6 +175,8 @@ class Worker:
             self.kill()
             return Outcome(None, f"worker sent {message!r} instead of a reply", "agent_error")
         kind, value, infra = message
+        if kind == "agent_error":
+            return Outcome(None, value, kind, traceback=infra if isinstance(infra, list) else None)
         if kind != "reply":
             return Outcome(None, value, kind, infra)
         try:

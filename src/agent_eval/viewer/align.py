@@ -64,10 +64,41 @@ def align(
     return rows, first
 
 
+STEP_TYPES = ("model", "tool")
+"""The records that are steps, as attempts count them: one per model reply and one per
+tool result. Routes, stops and the score are records between steps."""
+
+
+def step_numbers(records: list[dict[str, Any]]) -> list[int | None]:
+    """Each record's step number (1-based, as an attempt's "N step(s)" counts), None for
+    a record that is no step."""
+    numbers: list[int | None] = []
+    count = 0
+    for record in records:
+        is_step = record.get("type") in STEP_TYPES
+        count += is_step
+        numbers.append(count if is_step else None)
+    return numbers
+
+
 def went_wrong(records: list[dict[str, Any]], failure_class: str) -> dict[str, Any] | None:
-    """The step a reader should look at first in a failed attempt, with why: the stop
-    that ended a run out of budget or in error, else the first tool error, else the
-    final reply (a wrong answer)."""
+    """The record a reader should look at first in a failed attempt (``step``: its index
+    among the records), with why and where in steps (``label``: "step 2", "the stop
+    after step 1"): the stop that ended a run out of budget or in error, else the first
+    tool error, else the final reply (a wrong answer)."""
+    found = _went_wrong(records, failure_class)
+    if found is not None:
+        number = step_numbers(records[: found["step"] + 1])[-1]
+        if number is not None:
+            found["label"] = f"step {number}"
+        else:
+            before = sum(r.get("type") in STEP_TYPES for r in records[: found["step"]])
+            kind = records[found["step"]].get("type") or "record"
+            found["label"] = f"the {kind} after step {before}" if before else f"the {kind}"
+    return found
+
+
+def _went_wrong(records: list[dict[str, Any]], failure_class: str) -> dict[str, Any] | None:
     for index, record in enumerate(records):
         if record.get("type") == "stop" and record.get("reason") not in (None, "finished"):
             return {"step": index, "why": f"stopped: {record.get('reason')}"

@@ -16,7 +16,7 @@ from agent_eval.errors import AgentEvalError, ResultsError
 from agent_eval.report import compare_runs, summarise_run
 from agent_eval.results import COURSE_TASK_KEYS, RunHead, RunResults
 from agent_eval.results.rows import Attempt
-from agent_eval.viewer.align import align, went_wrong
+from agent_eval.viewer.align import align, step_numbers, went_wrong
 from agent_eval.viewer.source import DIFF_LIMIT, Library, RunSource
 
 PAGE = 100
@@ -216,6 +216,7 @@ class Views:
             "seconds": row.seconds,
             "stopped": row.stopped,
             "error": row.error,
+            "traceback": [f.model_dump() for f in row.traceback or ()],
             "roles": row.roles,
             "checks": checks_view(row),
             "changed_files": list(row.changed_files or ()),
@@ -240,7 +241,8 @@ class Views:
         records, problem = self._records(results, _row(results, index))
         body = [r for r in records if "meta" not in r]
         return {"total": len(body), "offset": offset, "problem": problem,
-                "records": body[offset : offset + limit]}  # fmt: skip
+                "records": body[offset : offset + limit],
+                "numbers": step_numbers(body)[offset : offset + limit]}  # fmt: skip
 
     def _records(
         self, results: RunResults, row: Attempt

@@ -237,8 +237,10 @@ async function runPage([id], params) {
 }
 
 // -- one attempt ----------------------------------------------------------------------
-function stepTitle(record, index) {
-  const n = `#${index + 1} `;
+// Steps are numbered as an attempt counts them (model replies and tool results); a
+// route, a stop or the score between them has no number.
+function stepTitle(record, number) {
+  const n = number ? `step ${number} · ` : "";
   switch (record.type) {
     case "model": {
       const asked = (record.tool_calls || []).join(", ");
@@ -261,10 +263,10 @@ function stepBody(record) {
   }
 }
 
-function stepNode(id, index, record, offset, k, wrong) {
+function stepNode(id, index, record, offset, k, wrong, number) {
   const at = offset + k;
   const node = el("details", { className: `step kind-${record.type}` + (record.error ? " err" : "") + (wrong === at ? " wrong" : ""), id: `step-${at + 1}` },
-    el("summary", {}, stepTitle(record, at), " ", link("link", "attempt", id, String(index), { step: String(at + 1) })));
+    el("summary", {}, stepTitle(record, number), " ", link("link", "attempt", id, String(index), { step: String(at + 1) })));
   // The body is built on first opening: 5,000 collapsed records stay cheap.
   node.ontoggle = () => { if (node.open && node.children.length === 1) node.append(...stepBody(record)); };
   return node;
@@ -282,7 +284,7 @@ async function attemptPage([id, index], params) {
   const addPage = async () => {
     const page = STATIC ? sliceSteps(await load(`steps/${id}/${index}`), offset) : await load(`steps/${id}/${index}`, { offset, limit: STEPS_PAGE });
     if (page.problem) timeline.append(problem(page.problem));
-    page.records.forEach((record, k) => timeline.append(stepNode(id, index, record, page.offset, k, wrong)));
+    page.records.forEach((record, k) => timeline.append(stepNode(id, index, record, page.offset, k, wrong, (page.numbers || [])[k])));
     offset = page.offset + page.records.length;
     more.hidden = offset >= page.total;
     more.textContent = `show more records (${offset} of ${page.total} shown)`;
@@ -295,9 +297,11 @@ async function attemptPage([id, index], params) {
   const others = a.others.map((o) => [link(`r${o.attempt}${o.passed ? " ok" : " BAD"}`, "attempt", id, String(o.index)), " "]);
   show(el("h1", {}, `${a.task_id} r${a.attempt} `, badge(a.failure_class)),
     el("p", { className: "muted" }, `${a.category} · ${a.steps} step(s) · ${a.tokens} tok (${num(a.prompt_tokens)} in / ${num(a.completion_tokens)} out) · ${num(a.seconds, 2)} s · stopped: ${a.stopped}`),
-    a.went_wrong ? el("p", { id: "went-wrong" }, "Went wrong at ", link(`step ${a.went_wrong.step + 1}`, "attempt", id, String(index), { step: String(a.went_wrong.step + 1) }), `: ${a.went_wrong.why}`) : null,
+    a.went_wrong ? el("p", { id: "went-wrong" }, "Went wrong at ", link(a.went_wrong.label || `record ${a.went_wrong.step + 1}`, "attempt", id, String(index), { step: String(a.went_wrong.step + 1) }), `: ${a.went_wrong.why}`) : null,
     a.failure ? el("p", { className: "problem" }, a.failure) : null,
     a.error ? el("p", { className: "problem" }, `error: ${a.error}`) : null,
+    a.traceback && a.traceback.length ? [el("h2", {}, "Traceback (the agent's own files)"),
+      el("pre", { id: "traceback" }, a.traceback.map((f) => `${f.file}:${f.line} in ${f.function}\n    ${f.code}`).join("\n"))] : null,
     el("p", {}, "other attempts: ", others),
     el("h2", {}, "Score"), checks,
     el("h2", {}, "Answer"), el("pre", { id: "answer" }, a.answer),
@@ -317,7 +321,7 @@ async function attemptPage([id, index], params) {
 }
 
 function sliceSteps(all, offset) {
-  return { total: all.total, offset, problem: all.problem, records: all.records.slice(offset, offset + STEPS_PAGE) };
+  return { total: all.total, offset, problem: all.problem, records: all.records.slice(offset, offset + STEPS_PAGE), numbers: (all.numbers || []).slice(offset, offset + STEPS_PAGE) };
 }
 
 // -- two runs -------------------------------------------------------------------------
