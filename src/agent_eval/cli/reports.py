@@ -52,23 +52,28 @@ def report(
     """Report one run from its RESULTS file alone: success with intervals, pass@k and
     pass^k, the variance split, unstable tasks, failure classes, tokens and cost.
 
+    RESULTS may also be an Inspect AI log (.eval or .json), an ATIF trajectory file, a
+    folder of them or a Harbor job folder; a log of several agents or models is several
+    runs.
+
     With several RESULTS files: one table, a row per configuration (success with its
     interval, mean steps, tokens and seconds, cost), then each run's paired verdict
     against the first (or --baseline).
     """
-    from agent_eval.report import load_results, render_report
+    from agent_eval.interop import load_run, load_runs
+    from agent_eval.report import render_report
 
-    if len(results) == 1 and baseline is None:
-        text = render_report(load_results(results[0]), fmt, cluster)
+    runs = [run for path in results for run in load_runs(path)]
+    if len(runs) == 1 and baseline is None:
+        text = render_report(runs[0], fmt, cluster)
     else:
         from agent_eval.report.multi import multi_report
         from agent_eval.report.multi_render import check_multi_format, render_multi
 
         check_multi_format(fmt)
-        runs = [load_results(path) for path in results]
         doc = multi_report(
             runs,
-            baseline=load_results(baseline) if baseline else None,
+            baseline=load_run(baseline) if baseline else None,
             allow_suite_change=allow_suite_change,
             cluster=cluster,
         )
@@ -122,10 +127,13 @@ def compare(
     allow_suite_change: bool,
     cluster: str,
 ) -> int:
-    """Compare run B against run A, paired by task id, and say whether the change is real."""
-    from agent_eval.report import compare_runs, load_results, render_compare
+    """Compare run B against run A, paired by task id, and say whether the change is real.
 
-    first, second = load_results(a), load_results(b)
+    A and B may be results files, Inspect AI logs or ATIF runs, in any mix."""
+    from agent_eval.interop import load_run
+    from agent_eval.report import compare_runs, render_compare
+
+    first, second = load_run(a), load_run(b)
     if first.path.resolve() == second.path.resolve() or first.run == second.run:  # or a copy
         click.echo(
             f"Warning: A and B are the same run ({first.run.run_id}); "
@@ -236,3 +244,39 @@ def export_otel(
             f"{posted.annotations} annotations on {posted.attempts} attempts sent to {target}"
         )
     return code
+
+
+@click.command()
+@click.argument("results")
+@click.option(
+    "--format",
+    "fmt",
+    required=True,
+    type=click.Choice(["inspect", "atif"]),
+    help="inspect: one Inspect AI log (.eval, or .json by the --out suffix), a sample per "
+    "attempt; atif: one ATIF trajectory file per attempt in the --out folder.",
+)
+@click.option("--out", required=True, help="The log file (inspect) or folder (atif) to write.")
+def export(results: str, fmt: str, out: str) -> int:
+    """Write a saved run in another harness's format: an Inspect AI log that Inspect's
+    reader and viewer open, or ATIF trajectories that Harbor and other ATIF tools read."""
+    from agent_eval.errors import ConfigError
+    from agent_eval.interop import load_run
+
+    run = load_run(results)
+    target = Path(out)
+    if fmt == "inspect":
+        from agent_eval.interop.inspect_log import write_inspect_log
+
+        if target.suffix not in (".eval", ".json"):
+            raise ConfigError(f"export --out {out}: an Inspect AI log ends in .eval or .json")
+        count = write_inspect_log(run, target)
+        click.echo(f"{count} attempts written to {target} (Inspect AI log)")
+    else:
+        from agent_eval.interop.atif import write_atif
+
+        if target.exists() and not target.is_dir():
+            raise ConfigError(f"export --out {out}: not a folder; ATIF is one file per attempt")
+        written = write_atif(run, target)
+        click.echo(f"{len(written)} attempts written to {target} (one ATIF file each)")
+    return EXIT_OK

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.interop.foreign import task_differences
 from agent_eval.report.four import paired_figures
 from agent_eval.report.summary import task_clusters
 from agent_eval.report.text import short_hash
@@ -27,6 +28,16 @@ def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> boo
     A run that recorded no suite hash (the course harness records none) is taken to
     match by suite name and version; ``unverified_suites`` names it for a warning.
     """
+    differences = task_differences(a, b)
+    if differences is not None:  # another harness's run: its tasks are what it can state
+        if differences and not allow_suite_change:
+            raise ConfigError(
+                f"compare {a.path} {b.path}: the runs hold different tasks "
+                f"({'; '.join(differences)}), so a difference could come from the tasks "
+                "rather than the agents; pass --allow-suite-change to pair the task ids "
+                "they share"
+            )
+        return bool(differences)
     hash_a, hash_b = a.run.suite_hash, b.run.suite_hash
     if hash_a is None or hash_b is None:
         key_a = (a.run.task_set, a.run.task_set_version)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
+from agent_eval.interop import foreign_kind, load_runs
 from agent_eval.results import (
     JOURNAL_SUFFIX,
     AttemptResult,
@@ -81,7 +82,7 @@ class RunSource:
     id: str
     """Opaque and stable: a hash of the kind, the path and the labbook line."""
     kind: str
-    """results, journal or labbook."""
+    """results, journal, labbook, or foreign (another harness's log or folder)."""
     path: Path
     """The file, inside one of the given folders."""
     run: dict[str, Any] = field(default_factory=dict)
@@ -92,6 +93,8 @@ class RunSource:
     """Lines skipped while reading, for a journal or labbook."""
     signature: tuple[int, int] = (0, 0)
     """(mtime_ns, size) when read; a change means read again."""
+    index: int = 0
+    """Which run of a foreign log holding several."""
 
 
 def _run_id(kind: str, path: Path, line: int = 0) -> str:
@@ -176,7 +179,8 @@ class Library:
             if not path.exists():
                 raise ConfigError(f"view {given}: not found; give results files or folders")
             resolved = path.resolve()
-            (self.folders if resolved.is_dir() else self.files).append(resolved)
+            walked = resolved.is_dir() and foreign_kind(resolved) is None
+            (self.folders if walked else self.files).append(resolved)
             self.roots.append(resolved if resolved.is_dir() else resolved.parent)
         self._lock = threading.Lock()
         self._sources: dict[str, RunSource] = {}
@@ -208,8 +212,14 @@ class Library:
                 depth = len(Path(folder).relative_to(root).parts)
                 keep = [] if depth >= MAX_DEPTH else [d for d in dirs if not d.startswith(".")]
                 dirs[:] = sorted(keep)
+                if foreign_kind(Path(folder)) is not None:  # ATIF files or a Harbor job:
+                    found.append(Path(folder))  # one run per agent and model, not per file
+                    dirs[:] = []
+                    continue
                 for name in sorted(names):
-                    if name.endswith((".json", ".jsonl")) and not TRAJECTORY_NAME.search(name):
+                    if name.endswith((".json", ".jsonl", ".eval")) and not TRAJECTORY_NAME.search(
+                        name
+                    ):
                         found.append(Path(folder) / name)
         unique: dict[Path, None] = {}
         for path in found:
@@ -223,6 +233,10 @@ class Library:
         labbooks: list[Path] = []
         for path in self._candidates():
             source: RunSource | None
+            if foreign_kind(path) is not None:
+                for source in self._foreign(path):
+                    fresh[source.id] = source
+                continue
             if path.name.endswith(JOURNAL_SUFFIX):
                 source = self._journal(path)
             elif path.suffix == ".json":
@@ -265,6 +279,29 @@ class Library:
                 return None  # a JSON report, say: it names a run but holds no attempts
             source.problem = str(exc)
         return source
+
+    def _foreign(self, path: Path) -> list[RunSource]:
+        """One source per run of another harness's log or folder, read whole once (its
+        summary comes from its attempts) and cached until it changes."""
+        first = RunSource(_run_id("foreign", path), "foreign", path)
+        try:
+            first.signature = _signature(path)
+            old = [s for s in self._sources.values() if s.path == path and s.kind == "foreign"]
+            if old and old[0].signature == first.signature:
+                return old
+            runs = load_runs(path)
+        except (AgentEvalError, OSError) as exc:
+            first.problem = str(exc)
+            return [first]
+        sources = []
+        for index, run in enumerate(runs):
+            source = RunSource(
+                _run_id("foreign", path, index), "foreign", path, signature=first.signature,
+                index=index, run=run.run.model_dump(mode="json"),
+            )  # fmt: skip
+            self._loaded[source.id] = (first.signature, run)
+            sources.append(source)
+        return sources
 
     def _journal(self, path: Path) -> RunSource:
         source = RunSource(_run_id("journal", path), "journal", path)
@@ -339,7 +376,9 @@ class Library:
             cached = self._loaded.get(run_id)
             if cached is not None and cached[0] == signature:
                 return cached[1]
-            if source.kind == "journal":
+            if source.kind == "foreign":
+                loaded = load_runs(source.path)[source.index]
+            elif source.kind == "journal":
                 header, rows = _read_journal(source.path)
                 run = _journal_run(header, rows)
                 loaded = RunResults(source.path, run, tuple(compact(row) for row in rows))

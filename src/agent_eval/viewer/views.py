@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import AgentEvalError, ResultsError
+from agent_eval.interop import ForeignRun
 from agent_eval.report import compare_runs, summarise_run
 from agent_eval.results import COURSE_TASK_KEYS, RunHead, RunResults
 from agent_eval.results.rows import Attempt
@@ -247,6 +248,8 @@ class Views:
     def _records(
         self, results: RunResults, row: Attempt
     ) -> tuple[list[dict[str, Any]], str | None]:
+        if isinstance(results, ForeignRun):  # another harness's log: records held in memory
+            return [_clip(record) for record in results.records(row)], None
         try:
             path = self.library.sibling(results, row, ".jsonl")
         except ResultsError as exc:

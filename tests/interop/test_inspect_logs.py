@@ -1,0 +1,207 @@
+"""Inspect AI logs in and out, against a log Inspect itself wrote and Inspect's own reader."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai.log import read_eval_log
+from tests.interop.conftest import InspectRun
+
+from agent_eval.interop import ForeignRun, load_run, load_runs
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def test_report_gives_the_accuracy_inspect_reports(inspect_run: InspectRun, cli: Cli) -> None:
+    header = read_eval_log(str(inspect_run.log), header_only=True)
+    assert header.results is not None
+    accuracy = header.results.scores[0].metrics["accuracy"].value
+    printed = re.search(r"accuracy\s+([0-9.]+)", inspect_run.console)
+    assert printed is not None and float(printed.group(1)) == round(accuracy, 3)
+    done = cli("report", str(inspect_run.log), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    summary = report["summary"]
+    assert (summary["attempts"], summary["passed"], summary["tasks"]) == (6, 4, 3)
+    assert summary["success_rate"] == pytest.approx(accuracy)
+    text = cli("report", str(inspect_run.log))
+    assert "success rate     │ 0.667" in text.stdout
+
+
+def test_each_sample_and_epoch_is_an_attempt_with_its_trajectory(inspect_run: InspectRun) -> None:
+    run = load_run(inspect_run.log)
+    assert isinstance(run, ForeignRun)
+    assert [(r.id, r.attempt) for r in run.rows] == [
+        ("sum", 1), ("capital", 1), ("eight", 1), ("sum", 2), ("capital", 2), ("eight", 2),
+    ]  # fmt: skip
+    head = read_eval_log(str(inspect_run.log), header_only=True)
+    assert (run.run.task_set, run.run.model, run.run.repeats) == ("arith", head.eval.model, 2)
+    assert run.run.task_set_version == str(head.eval.task_version)
+    verdicts = {(r.id, r.attempt): (r.passed, r.failure_class) for r in run.rows}
+    assert verdicts[("eight", 1)] == (False, "wrong_answer")
+    assert verdicts[("sum", 2)] == (True, "passed")
+    samples = {(s.id, s.epoch): s for s in read_eval_log(str(inspect_run.log)).samples or []}
+    for row in run.rows:
+        sample = samples[(row.id, row.attempt)]
+        usage = next(iter(sample.model_usage.values()))
+        assert (row.prompt_tokens, row.completion_tokens, row.tokens) == (
+            usage.input_tokens, usage.output_tokens, usage.total_tokens,
+        )  # fmt: skip
+        assert row.seconds == sample.working_time
+    sum_records = run.records(run.rows[0])
+    assert sum_records[0]["meta"]["task"] == "What is 2 plus 3?"
+    kinds = [r.get("type") for r in sum_records[1:]]
+    assert kinds == ["model", "tool", "model", "stop", "score"]
+    tool = sum_records[2]
+    assert (tool["tool"], tool["args"], tool["result"], tool["error"]) == (
+        "add", {"x": 2, "y": 3}, "5", False,
+    )  # fmt: skip
+    assert "tool" not in sum_records[1] and sum_records[1]["tool_calls"] == ["add"]
+    assert run.rows[0].steps == 3  # two replies and one tool result
+    score = sum_records[-1]
+    assert (score["scorer"], score["value"], score["verdict"]) == ("includes", "C", "passed")
+    wrong = run.rows[2]
+    assert wrong.error == "scorer includes gave 'I'" and wrong.answer == "I think it is 9."
+
+
+def test_compare_pairs_an_inspect_log_with_an_agent_eval_run(
+    inspect_run: InspectRun, our_run: Path, cli: Cli
+) -> None:
+    done = cli("compare", str(inspect_run.log), str(our_run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    changes = {t["task_id"]: (t["a"], t["b"], t["change"]) for t in result["per_task"]}
+    assert changes == {
+        "sum": ("2/2", "2/2", "same"),
+        "capital": ("2/2", "0/2", "worse"),
+        "eight": ("0/2", "2/2", "better"),
+    }
+    assert result["suite_changed"] is False
+    assert result["verdict"]
+    text = cli("compare", str(our_run), str(inspect_run.log))
+    assert text.returncode == 0 and re.search(r"tasks paired\s+│ 3 ", text.stdout), text.stdout
+
+
+def test_compare_refuses_different_tasks_and_names_them(
+    inspect_run: InspectRun, our_run: Path, cli: Cli, tmp_path: Path
+) -> None:
+    document = json.loads(our_run.read_text())
+    document["results"] = [r for r in document["results"] if r["id"] != "eight"]
+    for row in document["results"]:
+        if row["id"] == "sum":
+            row["id"] = "sum-2"
+    fewer = tmp_path / "fewer.json"
+    fewer.write_text(json.dumps(document))
+    done = cli("compare", str(inspect_run.log), str(fewer))
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: compare ") and done.stderr.count("\n") == 1
+    assert "only in A: sum, eight" in done.stderr and "only in B: sum-2" in done.stderr
+    assert "--allow-suite-change" in done.stderr
+    allowed = cli("compare", str(inspect_run.log), str(fewer), "--allow-suite-change",
+                  "--format", "json")  # fmt: skip
+    assert allowed.returncode == 0, allowed.stderr
+    paired = json.loads(allowed.stdout)
+    assert paired["suite_changed"] is True
+    assert [t["task_id"] for t in paired["per_task"]] == ["capital"]
+
+
+def test_multi_run_report_mixes_harnesses(inspect_run: InspectRun, our_run: Path, cli: Cli) -> None:
+    done = cli("report", str(our_run), str(inspect_run.log), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert [c["attempts"] for c in document["configurations"]] == [6, 6]
+    assert len(document["verdicts"]) == 1
+
+
+def test_export_to_inspect_loads_in_inspects_reader(
+    our_run: Path, cli: Cli, tmp_path: Path
+) -> None:
+    out = tmp_path / "ours.eval"
+    done = cli("export", str(our_run), "--format", "inspect", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"6 attempts written to {out} (Inspect AI log)\n"
+    log = read_eval_log(str(out))  # validates every sample against Inspect's models
+    ours = load_run(our_run)
+    samples = {(s.id, s.epoch): s for s in log.samples or []}
+    assert len(samples) == len(ours.rows) == 6
+    for row in ours.rows:
+        sample = samples[(row.id, row.attempt)]
+        score = sample.scores["agent_eval"] if sample.scores else None
+        assert score is not None and score.value == ("C" if row.passed else "I")
+        usage = sample.model_usage[log.eval.model]
+        assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (
+            row.prompt_tokens, row.completion_tokens, row.tokens,
+        )  # fmt: skip
+        assert sample.messages[0].text == sample.input
+    accuracy = log.results.scores[0].metrics["accuracy"].value if log.results else None
+    assert accuracy == pytest.approx(sum(r.passed for r in ours.rows) / 6)
+    back = load_run(out)
+    assert sorted((r.id, r.attempt, r.passed, r.tokens, r.steps) for r in back.rows) == sorted(
+        (r.id, r.attempt, r.passed, r.tokens, r.steps) for r in ours.rows
+    )
+    as_json = tmp_path / "ours.json"
+    assert cli("export", str(our_run), "--format", "inspect", "--out", str(as_json)).returncode == 0
+    assert read_eval_log(str(as_json)).eval.model == log.eval.model
+    assert len(load_runs(as_json)[0].rows) == 6
+
+
+def test_inspect_log_round_trips_through_export(
+    inspect_run: InspectRun, cli: Cli, tmp_path: Path
+) -> None:
+    out = tmp_path / "again.eval"
+    assert (
+        cli("export", str(inspect_run.log), "--format", "inspect", "--out", str(out)).returncode
+        == 0
+    )
+    first, again = load_run(inspect_run.log), load_run(out)
+
+    def fields(row: Any) -> tuple[Any, ...]:
+        return (row.id, row.attempt, row.passed, row.tokens, row.steps)
+
+    assert [fields(r) for r in again.rows] == [fields(r) for r in first.rows]
+
+
+def test_bad_inputs_get_one_error_line(cli: Cli, tmp_path: Path) -> None:
+    fake = tmp_path / "broken.eval"
+    fake.write_bytes(b"not a zip file")
+    done = cli("report", str(fake))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"Error: Inspect AI log {fake}: cannot be read by Inspect AI")
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    done = cli("report", str(folder))
+    assert done.returncode == 1 and done.stderr.startswith(f"Error: {folder}: a folder, not a run")
+    done = cli("export", str(fake), "--format", "inspect", "--out", str(tmp_path / "x.txt"))
+    assert done.returncode == 1 and done.stderr.startswith("Error: ")
+
+
+@pytest.mark.parametrize(("module", "path", "extra"), [
+    ("inspect_ai", "run.eval", "agent-eval[inspect]"),
+    ("atif", "atif-folder", "agent-eval[harbor]"),
+])  # fmt: skip
+def test_without_the_extra_the_error_says_how_to_install_it(
+    module: str, path: str, extra: str, inspect_run: InspectRun, tmp_path: Path, cli: Cli
+) -> None:
+    target = tmp_path / path
+    if path.endswith(".eval"):
+        target.write_bytes(inspect_run.log.read_bytes())
+    else:
+        assert (
+            cli("export", str(inspect_run.log), "--format", "atif", "--out", str(target)).returncode
+            == 0
+        )
+    # A Python where the package cannot be imported, as on a machine without the extra.
+    program = (
+        f"import sys; sys.modules[{module!r}] = None; sys.argv = ['agent-eval', 'report', "
+        f"{str(target)!r}]; from agent_eval.cli import main; sys.exit(main())"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"Error: {target}: ") and f"pip install '{extra}'" in done.stderr
