@@ -49,7 +49,8 @@ class AttemptResult(Record):
     trajectory_file: str | None = None
     """The attempt's trajectory, relative to the results file's folder when possible."""
     failure_class: FailureClass | None
-    """passed, wrong_answer, over_budget, agent_error or infra_error; None only for a
+    """passed, wrong_answer, over_budget, agent_error, infra_error or replay_mismatch (a
+    replayed attempt asked what its recording did not); None only for a
     course-harness row whose checks do not tell."""
     error: str | None = None
     """What went wrong, for agent_error, over_budget and infra_error."""
@@ -64,6 +65,8 @@ class AttemptResult(Record):
     """The passages the agent cited, when it cited any."""
     group: str | None = None
     """The task's group, when it has one (for cluster-robust uncertainty)."""
+    recording_file: str | None = None
+    """The attempt's recorded model calls (run --record), named like trajectory_file."""
 
     @property
     def passed(self) -> bool:

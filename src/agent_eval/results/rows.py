@@ -62,6 +62,8 @@ class Attempt(NamedTuple):
     """The passages the agent cited, when it cited any."""
     group: str | None
     """The task's group, when it has one."""
+    recording_file: str | None
+    """The attempt's recorded model calls, when it was recorded."""
     passed: bool
     """The verdict."""
     failure: str | None
