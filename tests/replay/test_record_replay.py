@@ -256,3 +256,24 @@ def test_a_refused_connection_is_recorded_as_an_error(tmp_path: Path) -> None:
                    replay=tmp_path / "rec.json", task_ids=TASKS[:1], repeats=1,
                    max_infra_retries=0)  # fmt: skip
     assert (again.failure_class, again.stopped) == ("infra_error", "model_error")
+
+
+def test_resume_continues_the_recording(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    server = mock_model(SCRIPT)
+    first = run(tmp_path, "rec.json", base_url=server.base_url, record=True, repeats=1,
+                task_ids=TASKS[:1])  # fmt: skip
+    assert json.loads((tmp_path / "rec.json").read_text())["run"]["recorded"] is True
+    # more repeats of the finished run, without --record: the new ones are recorded too
+    more = run(tmp_path, "rec.json", base_url=server.base_url, repeats=2, task_ids=TASKS[:1],
+               resume=tmp_path / "rec.json")  # fmt: skip
+    assert [r.recording_file is not None for r in more] == [True, True]
+    assert more[0].recording_file == first[0].recording_file
+    server.stop()
+    replayed = run(tmp_path, "rep.json", base_url=server.base_url, repeats=2,
+                   task_ids=TASKS[:1], replay=tmp_path / "rec.json")  # fmt: skip
+    assert verdicts(replayed) == verdicts(more)
+    assert json.loads((tmp_path / "rep.json").read_text())["run"]["replayed_from"] == str(
+        tmp_path / "rec.json"
+    )

@@ -337,8 +337,8 @@ REPLAYED = ("model", "router_model", "repeats", "seed", "base_url")
 
 def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
     """`run`'s flags, with what --replay's recorded run used where the user gave nothing:
-    its model, repeats, seed, endpoint and options, and (without --task-id or --only) its
-    tasks."""
+    its model, repeats, seed, endpoint and options, its suite when it was a shipped one,
+    and (without --task-id or --only) its tasks."""
     if not flags.get("replay"):
         return flags
     from agent_eval.errors import ConfigError
@@ -361,6 +361,10 @@ def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
             flags[name] = recorded
     recorded_options = [f"{k}={v}" for k, v in (head.options or {}).items() if v != "[redacted]"]
     flags["options"] = (*recorded_options, *flags["options"])  # the user's win
+    if "tasks" not in given:
+        from agent_eval.replay.source import recorded_suite
+
+        flags["tasks"] = recorded_suite(path, head.suite_hash)
     if not flags["task_ids"] and not flags["only"]:
         flags["task_ids"] = tuple(dict.fromkeys(row.id for row in iter_rows(path)))
     return flags

@@ -57,3 +57,16 @@ def load_replay(results: Path) -> ReplaySource:
             "`agent-eval run --record ...`"
         )
     return ReplaySource(str(results), tries)
+
+
+def recorded_suite(results: Path, suite_hash: str | None) -> str:
+    """The shipped suite a recorded run used, found by its hash; ConfigError asking for
+    --tasks when it was a suite of the user's own."""
+    from agent_eval.suite import load_suite, shipped_suites
+
+    for name in shipped_suites():
+        if load_suite(name).hash == suite_hash:
+            return name
+    raise ConfigError(
+        f"{results}: that run's suite is not a shipped one; give the suite it ran with --tasks"
+    )

@@ -298,6 +298,10 @@ class RunHead(Record):
     """The step, token, time and cost limits and the authority the run stated."""
     splits: list[str] | None = None
     """The splits (dev, test) the run's tasks belong to; a test look is counted."""
+    recorded: bool | None = None
+    """True when each attempt's model calls were recorded (run --record)."""
+    replayed_from: str | None = None
+    """The results file whose recordings answered this run's model calls (run --replay)."""
 
     @property
     def label(self) -> str:

@@ -391,6 +391,12 @@ def model_proxy(config: RunConfig, redact: Redactor) -> ModelProxy | None:
     )
 
 
+def attempt_plan(prepared: PreparedRun, proxy: ModelProxy | None) -> AttemptPlan:
+    """What every attempt of the run shares, for a caller that runs attempts itself."""
+    config = prepared.config
+    return replace(_plan(prepared, Redactor.for_run(config.api_key, config.options)), proxy=proxy)
+
+
 def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
     config = prepared.config
     return {
@@ -457,6 +463,8 @@ def results_head(
         warnings=warnings,
         budgets=stated_budgets(loaded.suite, prepared.tasks, config),
         splits=prepared.splits,
+        recorded=config.record or None,
+        replayed_from=str(config.replay) if config.replay is not None else None,
     )
     return ResultsHead(schema=RESULTS_SCHEMA, run=run, per_task=per_task)
 
