@@ -33,7 +33,9 @@ TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 Split = Literal["dev", "test"]
 """A suite's or task's held-out role: tune on dev, report on test."""
 
-FailureClass = Literal["passed", "wrong_answer", "over_budget", "agent_error", "infra_error"]
+FailureClass = Literal[
+    "passed", "wrong_answer", "over_budget", "agent_error", "infra_error", "replay_mismatch"
+]
 StopReason = Literal[
     "finished",
     "turn_limit",

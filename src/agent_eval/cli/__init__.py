@@ -17,6 +17,7 @@ from agent_eval import __version__
 from agent_eval.cli.common import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from agent_eval.cli.duel import duel
 from agent_eval.cli.models import mock_model, serve_model
+from agent_eval.cli.replay import replay
 from agent_eval.cli.reports import compare, export, export_otel, history, report
 from agent_eval.cli.runs import audit, demo, index, rescore, run, validate
 from agent_eval.cli.sweep import sweep
@@ -67,5 +68,5 @@ def cli(debug: bool) -> None:
 
 
 for command in (validate, run, duel, sweep, rescore, audit, index, demo, report, compare,
-                history, export, export_otel, serve_model, mock_model, view):  # fmt: skip
+                history, export, export_otel, serve_model, mock_model, view, replay):  # fmt: skip
     cli.add_command(command)

@@ -230,6 +230,31 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
 @click.option(
     "--otlp-content", is_flag=True, help="Also send the task text, model content and tool results."
 )
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Record each attempt's model calls through a proxy, one file beside its trajectory.",
+)
+@click.option(
+    "--replay",
+    metavar="RESULTS.json",
+    help="Answer each attempt from its own recording in this run's results; the endpoint "
+    "is not contacted. Model, repeats, seed and options default to the recorded run's.",
+)
+@click.option(
+    "--replay-missing",
+    type=click.Choice(["error", "pass-through"]),  # run.config.REPLAY_MISSING
+    default="error",
+    show_default=True,
+    help="A call the recording lacks: a replay_mismatch, or sent on to --base-url.",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    metavar="DIR",
+    help="Reuse replies stored in DIR for the same request in the same task and attempt "
+    "number (repeats stay independent).",
+)
 def run(**flags: Any) -> int:
     from agent_eval.agents.config import tool_mode_note
     from agent_eval.cli.console import (
@@ -243,7 +268,7 @@ def run(**flags: Any) -> int:
     )
     from agent_eval.run.runner import execute, prepare
 
-    config = run_config(flags)
+    config = run_config(recorded_defaults(flags))
     debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
@@ -351,7 +376,50 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         executor=flags["executor"],
         ray_address=flags["ray_address"],
         overwrite=flags["overwrite"],
+        record=flags.get("record", False),
+        replay=optional_path(flags.get("replay")),
+        replay_missing=flags.get("replay_missing", "error"),
+        cache_dir=optional_path(flags.get("cache_dir")),
     )
+
+
+REPLAYED = ("model", "router_model", "repeats", "seed", "base_url")
+"""Flags that `run --replay` takes from the recorded run unless given."""
+
+
+def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
+    """`run`'s flags, with what --replay's recorded run used where the user gave nothing:
+    its model, repeats, seed, endpoint and options, its suite when it was a shipped one,
+    and (without --task-id or --only) its tasks."""
+    if not flags.get("replay"):
+        return flags
+    from agent_eval.errors import ConfigError
+    from agent_eval.results import iter_rows, read_head
+
+    path = Path(flags["replay"])
+    if not path.is_file():
+        raise ConfigError(
+            f"--replay {path}: no such results file; give the results file of a run made "
+            "with --record"
+        )
+    head = read_head(path).run
+    context = click.get_current_context()
+    default = click.core.ParameterSource.DEFAULT
+    given = {name for name in flags if context.get_parameter_source(name) != default}
+    flags = dict(flags)
+    for name in REPLAYED:
+        recorded = getattr(head, name)
+        if name not in given and recorded is not None:
+            flags[name] = recorded
+    recorded_options = [f"{k}={v}" for k, v in (head.options or {}).items() if v != "[redacted]"]
+    flags["options"] = (*recorded_options, *flags["options"])  # the user's win
+    if "tasks" not in given:
+        from agent_eval.replay.source import recorded_suite
+
+        flags["tasks"] = recorded_suite(path, head.suite_hash)
+    if not flags["task_ids"] and not flags["only"]:
+        flags["task_ids"] = tuple(dict.fromkeys(row.id for row in iter_rows(path)))
+    return flags
 
 
 def record_held_out(prepared: Any) -> Any:

@@ -225,6 +225,7 @@ def finished_run_header(results: Path) -> dict[str, Any]:
         "repeats": run.repeats,
         "wall_seconds": run.wall_seconds or 0.0,
         **({"isolation": run.isolation} if run.isolation else {}),
+        **({"record": True} if run.recorded else {}),
     }
 
 

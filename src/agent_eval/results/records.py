@@ -64,7 +64,8 @@ class AttemptResult(Record):
     trajectory_file: str | None = None
     """The attempt's trajectory, relative to the results file's folder when possible."""
     failure_class: FailureClass | None
-    """passed, wrong_answer, over_budget, agent_error or infra_error; None only for a
+    """passed, wrong_answer, over_budget, agent_error, infra_error or replay_mismatch (a
+    replayed attempt asked what its recording did not); None only for a
     course-harness row whose checks do not tell."""
     error: str | None = None
     """What went wrong, for agent_error, over_budget and infra_error."""
@@ -85,6 +86,8 @@ class AttemptResult(Record):
     copied_share: float | None = None
     """The share of the answer's words copied verbatim from the task text or the
     documents (score.copied.copied_share); None when there was no answer to measure."""
+    recording_file: str | None = None
+    """The attempt's recorded model calls (run --record), named like trajectory_file."""
 
     @property
     def passed(self) -> bool:
@@ -325,6 +328,10 @@ class RunHead(Record):
     """The step, token, time and cost limits and the authority the run stated."""
     splits: list[str] | None = None
     """The splits (dev, test) the run's tasks belong to; a test look is counted."""
+    recorded: bool | None = None
+    """True when each attempt's model calls were recorded (run --record)."""
+    replayed_from: str | None = None
+    """The results file whose recordings answered this run's model calls (run --replay)."""
 
     @property
     def label(self) -> str:

@@ -66,6 +66,8 @@ class Attempt(NamedTuple):
     """Where run_task raised: the agent's own frames (results.records.Frame)."""
     copied_share: float | None
     """The share of the answer copied from the task or the documents (score.copied)."""
+    recording_file: str | None
+    """The attempt's recorded model calls, when it was recorded."""
     passed: bool
     """The verdict."""
     failure: str | None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
+from agent_eval.replay import ModelProxy, Traffic, recording_name
 from agent_eval.results import AttemptResult
 from agent_eval.results.legacy import RAISED
 from agent_eval.results.records import Frame
@@ -47,6 +49,8 @@ class AttemptPlan:
     """The user's prices per million tokens (all None when none was given)."""
     max_cost: float | None
     """--max-cost-per-task: the cost budget of one attempt."""
+    proxy: ModelProxy | None = None
+    """The model proxy of --record, --replay or --cache: each try gets its own URL."""
 
     @cached_property
     def trajectory_ref(self) -> Path:
@@ -75,6 +79,8 @@ class Scored:
     """The trajectory file's text, redacted."""
     diff: str
     """The workspace diff, redacted; empty when nothing changed."""
+    recording: str = ""
+    """The try's recorded model calls, redacted; empty when not recorded."""
 
     def save(self, folder: Path, tag: str = "") -> None:
         """Write the trajectory (and diff) into ``folder``, its name tagged before `.jsonl`."""
@@ -82,6 +88,8 @@ class Scored:
         write_new_file(folder, stem + ".jsonl", self.trajectory)
         if self.diff:
             write_new_file(folder, stem + ".diff", self.diff)
+        if self.recording:
+            write_new_file(folder, recording_name(self.name, tag), self.recording)
 
 
 class RunsAgent(Protocol):
@@ -114,7 +122,11 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
             options["seed"] = plan.seed
         started = datetime.now(UTC)
         clock = time.perf_counter()
-        outcome = worker.run(task.task, options, hard_timeout(budget))
+        with plan.proxy.session(task.id, attempt) if plan.proxy else nullcontext() as session:
+            if session is not None:  # the agent talks to the model through the proxy
+                options["base_url"] = session.url
+            outcome = worker.run(task.task, options, hard_timeout(budget))
+            traffic = session.close() if session is not None else None
         seconds = time.perf_counter() - clock
         # The agent has stopped (returned or been killed): judge the world it left.
         state, diff, touched = [], "", None
@@ -145,6 +157,9 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
     if outcome.traceback is not None:  # the agent raised: its own stop record says where
         reply.trajectory.append({"type": "stop", "reason": "agent_error", "detail": error,
                                  "traceback": outcome.traceback})  # fmt: skip
+    if traffic is not None and traffic.mismatch is not None:  # a replay that diverged
+        reply = reply.model_copy(update={"stopped": "replay_mismatch"})
+        failure, error = "replay_mismatch", f"replay_mismatch: {traffic.mismatch}"
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
     meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
             "started": started.isoformat()}  # fmt: skip
@@ -170,8 +185,18 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         citations=reply.citations or None,
         group=task.group,
         traceback=None if outcome.traceback is None else [Frame(**f) for f in outcome.traceback],
+        recording_file=_recording_ref(plan, name, traffic),
     )
-    return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "")
+    recording = plan.redact(traffic.text) if traffic is not None and row.recording_file else ""
+    return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "",
+                  recording)  # fmt: skip
+
+
+def _recording_ref(plan: AttemptPlan, name: str, traffic: Traffic | None) -> str | None:
+    """How the row names the try's recording, when one is kept."""
+    if traffic is None or plan.proxy is None or not plan.proxy.keep:
+        return None
+    return str(plan.trajectory_ref / recording_name(name))
 
 
 def _score_line(

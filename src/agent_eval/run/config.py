@@ -122,6 +122,14 @@ class RunConfig:
     """The Ray cluster (`auto`, `HOST:PORT`, `ray://HOST:10001`); None starts a local one."""
     overwrite: bool = False
     """A new run may replace a finished run's results file at ``out``."""
+    record: bool = False
+    """Record every attempt's model calls through the proxy, one file beside each trajectory."""
+    replay: Path | None = None
+    """A recorded run's results file: each attempt is answered from its own recording."""
+    replay_missing: str = "error"
+    """A call the recording lacks: a replay_mismatch (error), or sent on (pass-through)."""
+    cache_dir: Path | None = None
+    """Reuse replies stored here for the same request in the same task and attempt number."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
@@ -156,11 +164,38 @@ class RunConfig:
                     "add --cost-per-million, or --input-cost-per-million and "
                     "--output-cost-per-million"
                 )
+        self._check_traffic()
         if self.index is not None and not self.index.exists():
             raise ConfigError(
                 f"--index {self.index}: no such index; build one with `agent-eval index DIR -o "
                 f"{self.index}`"
             )
+
+    def _check_traffic(self) -> None:
+        """--record, --replay, --replay-missing and --cache."""
+        if self.replay_missing not in REPLAY_MISSING:
+            raise ConfigError(
+                f"--replay-missing {self.replay_missing}: choose {' or '.join(REPLAY_MISSING)}"
+            )
+        if self.replay is None:
+            if self.replay_missing != "error":
+                raise ConfigError(
+                    f"--replay-missing {self.replay_missing}: add --replay RESULTS.json"
+                )
+            return
+        if not self.replay.is_file():
+            raise ConfigError(
+                f"--replay {self.replay}: no such results file; give the results file of a "
+                "run made with --record"
+            )
+        if self.cache_dir is not None:
+            raise ConfigError(
+                f"--cache {self.cache_dir}: a replay answers from its recording; drop --cache"
+            )
+
+
+REPLAY_MISSING = ("error", "pass-through")
+"""What --replay does with a call its recording lacks."""
 
 
 def parse_options(pairs: tuple[str, ...] | list[str], flag: str = "--option") -> dict[str, str]:

@@ -30,6 +30,7 @@ from agent_eval import __version__
 from agent_eval.agents.entry import Agent, load_agent
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, Task
+from agent_eval.replay import ModelProxy, load_replay
 from agent_eval.results import (
     JOURNAL_SUFFIX,
     AttemptResult,
@@ -219,6 +220,8 @@ def _adopt(prepared: PreparedRun, resume: Path) -> None:
             )
     prepared.run_id = str(header["run_id"])
     prepared.started = datetime.fromisoformat(str(header["started"]))
+    if header.get("record"):  # a recorded run's remaining attempts are recorded too
+        prepared.config = replace(prepared.config, record=True)
     prepared.journal_path = journal
     prepared.earlier_wall = float(header.get("wall_seconds") or 0.0)
 
@@ -266,6 +269,7 @@ def _execute(
 ) -> RunReport:
     config = prepared.config
     on_notice, on_warning = _redacted(on_notice, redact), _redacted(on_warning, redact)
+    proxy = model_proxy(config, redact)  # before the journal: a bad --replay loses nothing
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
@@ -285,7 +289,7 @@ def _execute(
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
-    plan = _plan(prepared, redact)
+    plan = replace(_plan(prepared, redact), proxy=proxy)
     clock = time.perf_counter()
 
     def attempt(slot: Slot, position: int, stop: threading.Event) -> Scored:
@@ -312,6 +316,8 @@ def _execute(
             )
         finally:
             writer.close()  # every attempt that finished reaches the journal
+            if plan.proxy is not None:
+                plan.proxy.close()
     except BaseException:
         journal.close()
         if not journal:  # nothing ran (build failed): leave no journal to resume
@@ -444,6 +450,27 @@ def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
     )
 
 
+def model_proxy(config: RunConfig, redact: Redactor) -> ModelProxy | None:
+    """The proxy between agents and the model that --record, --replay and --cache ask
+    for (the recordings to replay are read now, before any attempt runs); or None."""
+    if not (config.record or config.replay or config.cache_dir):
+        return None
+    return ModelProxy(
+        config.base_url,
+        redact,
+        keep=config.record or config.replay is not None,
+        replay=load_replay(config.replay) if config.replay is not None else None,
+        pass_through=config.replay_missing == "pass-through",
+        cache_dir=config.cache_dir,
+    )
+
+
+def attempt_plan(prepared: PreparedRun, proxy: ModelProxy | None) -> AttemptPlan:
+    """What every attempt of the run shares, for a caller that runs attempts itself."""
+    config = prepared.config
+    return replace(_plan(prepared, Redactor.for_run(config.api_key, config.options)), proxy=proxy)
+
+
 def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
     config = prepared.config
     return {
@@ -454,6 +481,7 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
         "model": config.model,
         "isolation": config.isolation,
         "wall_seconds": prepared.earlier_wall,
+        **({"record": True} if config.record else {}),
     }
 
 
@@ -510,6 +538,8 @@ def results_head(
         warnings=warnings,
         budgets=stated_budgets(loaded.suite, prepared.tasks, config),
         splits=prepared.splits,
+        recorded=config.record or None,
+        replayed_from=str(config.replay) if config.replay is not None else None,
     )
     return ResultsHead(schema=RESULTS_SCHEMA, run=run, per_task=per_task)
 

@@ -92,8 +92,11 @@ def classify(checks: Checks, stopped: str) -> FailureClass:
 
     The verdict stays the course's (every check holds). A failed attempt whose model
     endpoint failed is infrastructure, never a wrong answer; one whose budget ran out is
-    over_budget.
+    over_budget. A replayed attempt whose agent asked what its recording did not is a
+    replay_mismatch, whatever it then answered: the recording cannot judge it.
     """
+    if stopped == "replay_mismatch":
+        return "replay_mismatch"
     if checks.passed:
         return "passed"
     if stopped == "model_error":
