@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import ModuleType
 from typing import Any
 
@@ -92,6 +92,20 @@ def grammar_first_llama(llama_cpp: ModuleType) -> Any:
                     raise GenerationStopped
                 yield token
 
+        @property
+        def model_params(self) -> Any:
+            return self._model_params
+
+        @model_params.setter
+        def model_params(self, params: Any) -> None:
+            # llama.cpp repacks weights into extra buffer types, AMX tiles among them, on a
+            # CPU that lists AMX; a virtual machine can list AMX and still fault on its
+            # first tile instruction, killing the server. A 270M model loses little by
+            # keeping the plain layout there.
+            if cpu_lists_amx():
+                params.use_extra_bufts = False
+            self._model_params = params
+
         def _init_sampler(self, *args: Any, grammar: Any = None, **kwargs: Any) -> Any:
             chain = super()._init_sampler(*args, grammar=None, **kwargs)
             if grammar is None:
@@ -99,3 +113,13 @@ def grammar_first_llama(llama_cpp: ModuleType) -> Any:
             return GrammarFirstSampler(llama_cpp, self, chain, grammar)
 
     return GrammarFirstLlama
+
+
+@cache
+def cpu_lists_amx() -> bool:
+    """Whether this CPU advertises AMX tiles (Linux's /proc/cpuinfo flags)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            return any(line.startswith("flags") and "amx_tile" in line.split() for line in cpuinfo)
+    except OSError:
+        return False
