@@ -230,3 +230,35 @@ def test_a_stream_cut_anywhere_is_redacted_as_a_whole(
 def test_environment_secrets_are_redacted_with_an_api_key_given() -> None:
     redact = Redactor.for_run("sk-given-1234", {}, {"OPENAI_API_KEY": "sk-env-5678"})
     assert redact("sk-given-1234 sk-env-5678") == f"{REDACTED} {REDACTED}"
+
+
+DUEL_AGENT = """
+def run_task(task, options):
+    return {"answer": options["api_key"] + " " + options["vault"], "steps": 1, "tokens": 1}
+"""
+
+
+def test_a_duel_neither_prints_nor_keeps_a_side_s_secrets(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    agent_eval: Callable[..., Any],
+) -> None:
+    write_suite([{"id": "t", "task": "q", "expect_in_answer": ["yes"]}])
+    write_agent(DUEL_AGENT)
+    sides = {
+        "a": f"agent.py --api-key {API_KEY} --secret-option vault={VAULT}",
+        "b": f"agent.py --api-key={API_KEY} --secret-option=vault={VAULT} --option bearer={CLOUD}",
+    }
+    duel = agent_eval("duel", "--tasks", "suite.json", "--a", sides["a"], "--b", sides["b"],
+                      "--max-repeats", "1", cwd=tmp_path)  # fmt: skip
+    assert duel.returncode == 2, duel.stderr  # undecided after one round
+    assert "  A: agent.py --api-key '[redacted]' --secret-option 'vault=[redacted]'" in duel.stdout
+    assert not _leaks(duel.stdout + duel.stderr)
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
+    assert len(written) >= 3
+    for side in "ab":  # each side's agent got both secrets
+        rows = json.loads((tmp_path / f"duel-{side}.json").read_text())["results"]
+        assert [row["answer"] for row in rows] == [f"{REDACTED} {REDACTED}"]
+    for path in written:
+        assert not _leaks(path.read_text()), path
