@@ -262,3 +262,33 @@ def test_a_duel_neither_prints_nor_keeps_a_side_s_secrets(
         assert [row["answer"] for row in rows] == [f"{REDACTED} {REDACTED}"]
     for path in written:
         assert not _leaks(path.read_text()), path
+
+
+def test_a_malformed_secret_option_is_not_echoed() -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.run.config import parse_options
+
+    with pytest.raises(ConfigError) as caught:
+        parse_options(["hunter2-without-a-key"], "--secret-option")
+    assert str(caught.value) == "--secret-option (value not shown): write it as KEY=VALUE"
+
+
+def test_an_error_that_quotes_a_secret_is_redacted(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    from agent_eval.errors import AgentLoadError
+    from agent_eval.run.config import RunConfig
+    from agent_eval.run.runner import execute, prepare
+
+    agent = write_agent("""
+        def build(options):
+            raise RuntimeError("refused key " + options["api_key"] + " and " + options["vault"])
+        def run_task(task, options):
+            return {}
+    """)
+    config = RunConfig(agent=str(agent), tasks=str(write_suite([{"id": "t", "task": "q"}])),
+                       trajectory_dir=tmp_path / "t", api_key=API_KEY,
+                       secret_options={"vault": VAULT})  # fmt: skip
+    with pytest.raises(AgentLoadError) as caught:
+        execute(prepare(config))
+    assert f"refused key {REDACTED} and {REDACTED}" in str(caught.value)
