@@ -47,9 +47,11 @@ MIN_SECRET_LENGTH = 4
 
 def _named_like(name: str, words: tuple[str, ...]) -> bool:
     parts = [part for part in re.split(r"[^a-z0-9]+", name.lower()) if part]
-    if any(part in QUANTITY_WORDS or part.startswith(("max", "min", "num")) for part in parts):
+    if any(part in QUANTITY_WORDS for part in parts):
         return False
     for part in parts:
+        if part.startswith(("max", "min", "num")):  # maxtokens; MINIO_SECRET_KEY is a secret
+            continue
         singular = part.removesuffix("s")
         if any(form.endswith(word) for form in (part, singular) for word in words):
             return True
@@ -175,15 +177,22 @@ class RedactingStream:
 
 def copy_redacted(pipe: IO[bytes], stream: RedactingStream) -> None:
     """Copy what a process writes to ``pipe`` through ``stream`` until the pipe closes
-    (run on a thread of its own)."""
+    (run on a thread of its own). When the sink fails (a closed log, a reader of stderr
+    gone), the pipe is still drained, so the writer never blocks on it."""
+    sink_ok = True
     try:
         while chunk := os.read(pipe.fileno(), 1 << 16):
-            stream.write(chunk)
-    except (OSError, ValueError):  # the sink was closed under us: nothing more to keep
+            if sink_ok:
+                try:
+                    stream.write(chunk)
+                except (OSError, ValueError):
+                    sink_ok = False
+    except (OSError, ValueError):  # the pipe itself was closed: nothing more comes
         pass
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            stream.close()
+        if sink_ok:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
         pipe.close()
 
 

@@ -190,7 +190,8 @@ def test_secret_names_old_and_new() -> None:
                  "passage", "author", "temperature", "model"]:  # fmt: skip
         assert not is_secret_name(name), name
     for name in ["OPENAI_API_KEY", "MY_CLOUD_SECRET", "HF_TOKEN", "GITHUB_TOKEN", "PGPASSWORD",
-                 "DB_PASS", "AWS_SECRET_ACCESS_KEY", "NPM_AUTH_TOKEN"]:  # fmt: skip
+                 "DB_PASS", "AWS_SECRET_ACCESS_KEY", "NPM_AUTH_TOKEN", "MINIO_SECRET_KEY",
+                 "AWS_SESSION_TOKEN"]:  # fmt: skip
         assert is_secret_env_name(name), name
     # ordinary desktop settings whose values are words: never scrubbed from text
     for name in ["XDG_SESSION_CLASS", "DESKTOP_SESSION", "HOME", "PATH", "LANG"]:
@@ -292,3 +293,32 @@ def test_an_error_that_quotes_a_secret_is_redacted(
     with pytest.raises(AgentLoadError) as caught:
         execute(prepare(config))
     assert f"refused key {REDACTED} and {REDACTED}" in str(caught.value)
+
+
+def test_a_failing_sink_never_blocks_the_process_writing() -> None:
+    """When stderr's reader is gone, what the workers print is still drained."""
+    import os
+
+    from agent_eval.redaction import copy_redacted
+
+    def broken(data: bytes) -> None:
+        raise BrokenPipeError("the reader went away")
+
+    read_end, write_end = os.pipe()
+    copier = threading.Thread(
+        target=copy_redacted,
+        args=(os.fdopen(read_end, "rb"), Redactor([API_KEY]).stream(broken)),
+        daemon=True,
+    )
+    copier.start()
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(b"x" * (4 << 20))  # far past a pipe's buffer: blocks unless drained
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    writer.join(30)
+    assert not writer.is_alive()
+    copier.join(30)
+    assert not copier.is_alive()
