@@ -47,9 +47,11 @@ MIN_SECRET_LENGTH = 4
 
 def _named_like(name: str, words: tuple[str, ...]) -> bool:
     parts = [part for part in re.split(r"[^a-z0-9]+", name.lower()) if part]
-    if any(part in QUANTITY_WORDS or part.startswith(("max", "min", "num")) for part in parts):
+    if any(part in QUANTITY_WORDS for part in parts):
         return False
     for part in parts:
+        if part.startswith(("max", "min", "num")):  # maxtokens; MINIO_SECRET_KEY is a secret
+            continue
         singular = part.removesuffix("s")
         if any(form.endswith(word) for form in (part, singular) for word in words):
             return True
@@ -95,7 +97,9 @@ class Redactor:
     def __init__(self, secrets: Iterable[str | None]) -> None:
         values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH},
                         key=len, reverse=True)  # fmt: skip
-        self.longest = len(values[0].encode("utf-8")) if values else 0
+        self._values = tuple(values)
+        self._encoded = tuple(v.encode("utf-8") for v in values)
+        self.longest = len(self._encoded[0]) if values else 0
         """The longest secret's length in UTF-8 bytes: what a stream must hold back."""
         self._text = re.compile("|".join(map(re.escape, values))) if values else None
         self._bytes = (
@@ -107,11 +111,17 @@ class Redactor:
         return self._text is not None
 
     def __call__(self, text: str) -> str:
-        return self._text.sub(REDACTED, text) if self._text else text
+        # A substring search per secret is many times faster than the pattern, and most
+        # text holds no secret at all.
+        if self._text is None or not any(v in text for v in self._values):
+            return text
+        return self._text.sub(REDACTED, text)
 
     def data(self, data: bytes) -> bytes:
         """``data`` with every secret's UTF-8 bytes replaced."""
-        return self._bytes.sub(REDACTED.encode(), data) if self._bytes else data
+        if self._bytes is None or not any(v in data for v in self._encoded):
+            return data
+        return self._bytes.sub(REDACTED.encode(), data)
 
     def stream(self, write: Callable[[bytes], Any]) -> RedactingStream:
         """A writer that redacts what passes through it on its way to ``write``."""
@@ -146,7 +156,8 @@ class RedactingStream:
         buffer = self._held + data
         cut = max(0, len(buffer) - (self._redactor.longest - 1))
         out, start = [], 0
-        for found in self._pattern.finditer(buffer, 0, len(buffer)):
+        found_any = any(v in buffer for v in self._redactor._encoded)
+        for found in self._pattern.finditer(buffer) if found_any else ():
             if found.start() >= cut:
                 break
             out += [buffer[start : found.start()], REDACTED.encode()]
@@ -166,15 +177,22 @@ class RedactingStream:
 
 def copy_redacted(pipe: IO[bytes], stream: RedactingStream) -> None:
     """Copy what a process writes to ``pipe`` through ``stream`` until the pipe closes
-    (run on a thread of its own)."""
+    (run on a thread of its own). When the sink fails (a closed log, a reader of stderr
+    gone), the pipe is still drained, so the writer never blocks on it."""
+    sink_ok = True
     try:
         while chunk := os.read(pipe.fileno(), 1 << 16):
-            stream.write(chunk)
-    except (OSError, ValueError):  # the sink was closed under us: nothing more to keep
+            if sink_ok:
+                try:
+                    stream.write(chunk)
+                except (OSError, ValueError):
+                    sink_ok = False
+    except (OSError, ValueError):  # the pipe itself was closed: nothing more comes
         pass
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            stream.close()
+        if sink_ok:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
         pipe.close()
 
 

@@ -190,7 +190,8 @@ def test_secret_names_old_and_new() -> None:
                  "passage", "author", "temperature", "model"]:  # fmt: skip
         assert not is_secret_name(name), name
     for name in ["OPENAI_API_KEY", "MY_CLOUD_SECRET", "HF_TOKEN", "GITHUB_TOKEN", "PGPASSWORD",
-                 "DB_PASS", "AWS_SECRET_ACCESS_KEY", "NPM_AUTH_TOKEN"]:  # fmt: skip
+                 "DB_PASS", "AWS_SECRET_ACCESS_KEY", "NPM_AUTH_TOKEN", "MINIO_SECRET_KEY",
+                 "AWS_SESSION_TOKEN"]:  # fmt: skip
         assert is_secret_env_name(name), name
     # ordinary desktop settings whose values are words: never scrubbed from text
     for name in ["XDG_SESSION_CLASS", "DESKTOP_SESSION", "HOME", "PATH", "LANG"]:
@@ -230,3 +231,94 @@ def test_a_stream_cut_anywhere_is_redacted_as_a_whole(
 def test_environment_secrets_are_redacted_with_an_api_key_given() -> None:
     redact = Redactor.for_run("sk-given-1234", {}, {"OPENAI_API_KEY": "sk-env-5678"})
     assert redact("sk-given-1234 sk-env-5678") == f"{REDACTED} {REDACTED}"
+
+
+DUEL_AGENT = """
+def run_task(task, options):
+    return {"answer": options["api_key"] + " " + options["vault"], "steps": 1, "tokens": 1}
+"""
+
+
+def test_a_duel_neither_prints_nor_keeps_a_side_s_secrets(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    agent_eval: Callable[..., Any],
+) -> None:
+    write_suite([{"id": "t", "task": "q", "expect_in_answer": ["yes"]}])
+    write_agent(DUEL_AGENT)
+    sides = {
+        "a": f"agent.py --api-key {API_KEY} --secret-option vault={VAULT}",
+        "b": f"agent.py --api-key={API_KEY} --secret-option=vault={VAULT} --option bearer={CLOUD}",
+    }
+    duel = agent_eval("duel", "--tasks", "suite.json", "--a", sides["a"], "--b", sides["b"],
+                      "--max-repeats", "1", cwd=tmp_path)  # fmt: skip
+    assert duel.returncode == 2, duel.stderr  # undecided after one round
+    assert "  A: agent.py --api-key '[redacted]' --secret-option 'vault=[redacted]'" in duel.stdout
+    assert not _leaks(duel.stdout + duel.stderr)
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
+    assert len(written) >= 3
+    for side in "ab":  # each side's agent got both secrets
+        rows = json.loads((tmp_path / f"duel-{side}.json").read_text())["results"]
+        assert [row["answer"] for row in rows] == [f"{REDACTED} {REDACTED}"]
+    for path in written:
+        assert not _leaks(path.read_text()), path
+
+
+def test_a_malformed_secret_option_is_not_echoed() -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.run.config import parse_options
+
+    with pytest.raises(ConfigError) as caught:
+        parse_options(["hunter2-without-a-key"], "--secret-option")
+    assert str(caught.value) == "--secret-option (value not shown): write it as KEY=VALUE"
+
+
+def test_an_error_that_quotes_a_secret_is_redacted(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    from agent_eval.errors import AgentLoadError
+    from agent_eval.run.config import RunConfig
+    from agent_eval.run.runner import execute, prepare
+
+    agent = write_agent("""
+        def build(options):
+            raise RuntimeError("refused key " + options["api_key"] + " and " + options["vault"])
+        def run_task(task, options):
+            return {}
+    """)
+    config = RunConfig(agent=str(agent), tasks=str(write_suite([{"id": "t", "task": "q"}])),
+                       trajectory_dir=tmp_path / "t", api_key=API_KEY,
+                       secret_options={"vault": VAULT})  # fmt: skip
+    with pytest.raises(AgentLoadError) as caught:
+        execute(prepare(config))
+    assert f"refused key {REDACTED} and {REDACTED}" in str(caught.value)
+
+
+def test_a_failing_sink_never_blocks_the_process_writing() -> None:
+    """When stderr's reader is gone, what the workers print is still drained."""
+    import os
+
+    from agent_eval.redaction import copy_redacted
+
+    def broken(data: bytes) -> None:
+        raise BrokenPipeError("the reader went away")
+
+    read_end, write_end = os.pipe()
+    copier = threading.Thread(
+        target=copy_redacted,
+        args=(os.fdopen(read_end, "rb"), Redactor([API_KEY]).stream(broken)),
+        daemon=True,
+    )
+    copier.start()
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(b"x" * (4 << 20))  # far past a pipe's buffer: blocks unless drained
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    writer.join(30)
+    assert not writer.is_alive()
+    copier.join(30)
+    assert not copier.is_alive()

@@ -42,7 +42,8 @@ Exit code 0 when decided, 2 when undecided, 130 when interrupted (continue it wi
 --resume duel.json), 1 on an input error.
 """
 
-DUEL_SETS = {"agent": "--a/--b", "repeats": "--max-repeats", "out": "--out", "resume": "--resume"}
+DUEL_SETS = {"agent": "--a/--b", "repeats": "--max-repeats", "out": "--out", "resume": "--resume",
+             "overwrite": "--out"}  # fmt: skip
 """`run` flags the duel sets itself, with the duel's flag that does."""
 SHARED_ONLY = {
     "tasks",

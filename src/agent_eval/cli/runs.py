@@ -375,7 +375,7 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         isolation=flags["isolation"],
         executor=flags["executor"],
         ray_address=flags["ray_address"],
-        overwrite=flags["overwrite"],
+        overwrite=flags.get("overwrite", False),  # a duel's sides never replace a run
         record=flags.get("record", False),
         replay=optional_path(flags.get("replay")),
         replay_missing=flags.get("replay_missing", "error"),
