@@ -57,8 +57,7 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
         f"mean seconds  {summary['mean_seconds']}",
     ]
     if summary.get("cost_per_task") is None:
-        lines += [NO_PRICE, "              (or --input-cost-per-million and "
-                  "--output-cost-per-million for separate prices)"]  # fmt: skip
+        lines.append(NO_PRICE)  # `run --help` tells of the separate prices
     elif summary.get("cost_per_million_tokens") is not None:
         lines.append(
             f"cost per task {summary['cost_per_task']}  "
