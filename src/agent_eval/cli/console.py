@@ -35,8 +35,10 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
         reason = describe_failure(row, numbered=False)
-        if row.stopped and row.stopped != "finished" and row.stopped not in reason:
-            reason += f"; stopped: {row.stopped}"  # which budget ran out, an echo...
+        stopped = row.stopped or "finished"
+        # Which budget ran out, an echo...; an error says it all by itself.
+        if row.error is None and stopped != "finished" and stopped not in reason:
+            reason += f"; stopped: {stopped}"
         lines.append(f"      {row.failure_class}: {reason}")
     return lines
 
