@@ -53,21 +53,27 @@ def test_run_prints_the_course_layout(tmp_path: Path, write_agent: Callable[[str
         cwd=tmp_path,
     )
     lines = done.stdout.splitlines()
-    assert lines[0] == "fixed x m: 2 task(s), 2 attempt(s) each"
-    assert lines[1].startswith("  ok  r-gateway-port   r1   2 step(s)     1234 tok  ")
-    assert lines[1].endswith("s") and len(lines[1]) == len(
+    assert lines[:2] == ["fixed x m: 2 task(s), 2 attempt(s) each", ""]
+    assert lines[2].startswith("  ok  r-gateway-port   r1   2 step(s)     1234 tok  ")
+    assert lines[2].endswith("s") and len(lines[2]) == len(
         "  ok  r-gateway-port   r1   2 step(s)     1234 tok     0.0s"
     )
+    # Attempt-major, as the course: every task of r1, then of r2.
     assert lines[3].startswith("  BAD r-log-retention  r1   2 step(s)     1234 tok  ")
-    assert lines[5:9] == [
+    assert lines[4].startswith("  ok  r-gateway-port   r2 ")
+    assert lines[6:10] == [
         "",
         "success rate  0.50  (2 of 4)",
         "mean steps    2.0",
         "mean tokens   1234.0",
     ]
     # The harness's own clock: near 0 for this agent, but how near depends on the machine.
-    assert re.fullmatch(r"mean seconds  \d+\.\d", lines[9])
-    assert lines[10] == "cost per task 0.000617  (at 0.5 per million tokens)"
+    assert re.fullmatch(r"mean seconds  \d+\.\d", lines[10])
+    assert lines[11:] == [
+        "cost per task 0.000617  (at 0.5 per million tokens, your figure)",
+        "",
+        "results written to r.json; trajectories in trajectories/",
+    ]
     assert done.returncode == 2
     assert json.loads((tmp_path / "r.json").read_text())["run"]["summary"]["passed"] == 2
 
@@ -76,7 +82,9 @@ def test_all_passed_exits_zero(tmp_path: Path, write_agent: Callable[[str], Path
     write_agent(AGENT, "fixed.py")
     done = cli("run", "--agent", "fixed.py", "--task-id", "r-gateway-port", cwd=tmp_path)
     assert done.returncode == 0
-    assert done.stdout.splitlines()[-1].startswith("cost          not computed: give")
+    assert done.stdout.splitlines()[-3] == (
+        "cost not computed: pass --cost-per-million from Part 23's cost-model.py"
+    )
 
 
 def test_validate_shipped_suite(tmp_path: Path) -> None:

@@ -92,9 +92,9 @@ def test_verbose_shows_why_an_over_budget_attempt_stopped(
     done = agent_eval("run", "--agent", "looping.py", "--task-id", "r-gateway-port",
                       "--verbose", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 2
-    assert done.stdout.splitlines()[2:4] == [
+    assert done.stdout.splitlines()[3:5] == [
         "      answer: ",
-        "      over_budget: r1: missing '4000'; stopped: turn_limit",
+        "      over_budget: missing '4000'; stopped: turn_limit",
     ]
 
 
@@ -105,16 +105,16 @@ def test_long_task_ids_widen_the_column_for_every_line(
     write_agent(FIXED, "fixed.py")
     write_suite([{"id": "a-task-id-of-25-characters", "task": "t"}, {"id": "short", "task": "t"}])
     done = agent_eval("run", "--agent", "fixed.py", "--tasks", "suite.json", cwd=tmp_path)
-    lines = done.stdout.splitlines()[1:3]
+    lines = done.stdout.splitlines()[2:4]
     assert lines == [
         "  ok  a-task-id-of-25-characters r1   2 step(s)       10 tok     0.0s",
         "  ok  short                      r1   2 step(s)       10 tok     0.0s",
     ]
     part26 = agent_eval("run", "--agent", "fixed.py", "--task-id", "r-gateway-port",
                         "--task-id", "x-pickled-checkpoint", cwd=tmp_path)  # fmt: skip
-    assert part26.stdout.splitlines()[1].startswith("  ok  r-gateway-port       r1  ")
+    assert part26.stdout.splitlines()[2].startswith("  ok  r-gateway-port       r1  ")
     alone = agent_eval("run", "--agent", "fixed.py", "--task-id", "r-gateway-port", cwd=tmp_path)
-    assert alone.stdout.splitlines()[1].startswith("  ok  r-gateway-port   r1  ")  # the course's 16
+    assert alone.stdout.splitlines()[2].startswith("  ok  r-gateway-port   r1  ")  # the course's 16
 
 
 def test_rescore_warns_of_a_suite_edited_without_a_version_bump(

@@ -88,7 +88,7 @@ def test_an_answer_that_copies_the_prompt_is_not_submitted(
     row = course_line(agent_eval, student, server.base_url, "--verbose")
     assert (row["checks"]["passed"], row["failure_class"]) == (False, "wrong_answer")
     assert (row["answer"], row["stopped"]) == ("", "echoed_instructions")
-    assert "wrong_answer: r1: regex did not match; stopped: echoed_instructions" in row["stdout"]
+    assert "wrong_answer: regex did not match; stopped: echoed_instructions" in row["stdout"]
     stop = json.loads((student / row["trajectory_file"]).read_text().splitlines()[-2])
     assert stop["type"] == "stop" and stop["reason"] == "echoed_instructions"
     assert "words of the agent's own instructions; it was not submitted" in stop["detail"]

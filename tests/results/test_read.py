@@ -110,3 +110,29 @@ def test_a_journal_reads_while_it_is_written(tmp_path: Path) -> None:
         ("a", 1, "passed"), ("b", 1, "passed")
     ]  # fmt: skip
     journal.close()
+
+
+def test_a_schema_2_file_loads_with_its_old_per_task_keys(tmp_path: Path) -> None:
+    course = json.loads((DATA / "course-results.json").read_text())
+    rows = [{**row, "failure_class": None} for row in course["results"]]
+    old_tasks = [
+        {"id": t["id"], "attempts": t["attempts"], "successes": t["successes"],
+         "success_rate": t["success_rate"], "min_steps": t["steps_min"],
+         "max_steps": t["steps_max"], "min_tokens": t["tokens_min"],
+         "max_tokens": t["tokens_max"],
+         "first_failure": None if t["first_failure"] is None else "r1: missing 'sunday'",
+         "category": t["category"], "pass_hat_k": {"1": 1.0}}
+        for t in course["per_task"]
+    ]  # fmt: skip
+    path = tmp_path / "schema2.json"
+    path.write_text(json.dumps({"schema": 2, "run": course["run"], "per_task": old_tasks,
+                                "results": rows}))  # fmt: skip
+    head = read_head(path)
+    assert [(t.steps_min, t.steps_max, t.tokens_min, t.tokens_max) for t in head.per_task] == [
+        (t["steps_min"], t["steps_max"], t["tokens_min"], t["tokens_max"])
+        for t in course["per_task"]
+    ]
+    backup = head.per_task[1]
+    assert (backup.first_failure, backup.first_failure_reason) == (None, "r1: missing 'sunday'")
+    loaded = load_results(path)
+    assert loaded.schema == 2 and len(loaded.rows) == 12

@@ -17,8 +17,9 @@ def run_task(task, options):
 
 
 def written_to(done: subprocess.CompletedProcess[str]) -> str:
-    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("results written to ")]
-    return line.removeprefix("results written to ")
+    """The path of the course's line on stdout, `results written to OUT; trajectories in DIR/`."""
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("results written to ")]
+    return line.removeprefix("results written to ").split("; trajectories in ")[0]
 
 
 def test_run_without_out_writes_a_results_file_report_reads(

@@ -119,7 +119,7 @@ def test_no_attempt_sees_an_earlier_one(
     write_agent(REMEMBERS)
     done = cli(tmp_path, "--repeats", "3", "--concurrency", concurrency)
     assert done.returncode == 2, done.stderr
-    expected = [(f"t{i}", a, False, 2) for i in range(6) for a in (1, 2, 3)]
+    expected = [(f"t{i}", a, False, 2) for a in (1, 2, 3) for i in range(6)]  # attempt-major
     assert attempts(done.stdout) == expected  # build()'s warm-up, and nothing else
     assert "success rate  0.00  (0 of 18)" in done.stdout
     assert "Note:" not in done.stderr
@@ -136,7 +136,8 @@ def test_isolation_worker_carries_state_from_attempt_to_attempt(
     write_agent(REMEMBERS)
     done = cli(tmp_path, "--repeats", "3", "--isolation", "worker")
     assert done.returncode == 2, done.stderr
-    expected = [(f"t{i}", a, a > 1, 3 * i + a + 1) for i in range(6) for a in (1, 2, 3)]
+    # Attempt-major, as the course runs them: t0..t5 of r1, then of r2; the warm-up is 1.
+    expected = [(f"t{i}", a, a > 1, 6 * (a - 1) + i + 2) for a in (1, 2, 3) for i in range(6)]
     assert attempts(done.stdout) == expected
     assert "success rate  0.67  (12 of 18)" in done.stdout
     closes = (tmp_path / "closes.log").read_text().split()
@@ -166,7 +167,7 @@ def test_a_deterministic_agent_gets_the_same_verdicts_however_the_run_goes(
     found["resumed"] = verdicts(tmp_path / "part.json")
 
     assert [(t, a) for t, a, _ in found["c1"]] == [
-        (f"t{i}", a) for i in range(6) for a in range(1, 5)
+        (f"t{i}", a) for a in range(1, 5) for i in range(6)
     ]
     for name in ("c4", "shuffled", "resumed"):
         assert found[name] == found["c1"], name
@@ -185,7 +186,7 @@ def test_an_agent_that_cannot_be_copied_gets_a_fresh_worker_per_attempt(
         "copy of it would lack, so each attempt gets a fresh worker and its own build()"
     )
     assert done.stderr.splitlines().count(note) == 1, done.stderr
-    assert attempts(done.stdout) == [(f"t{i}", a, False, 2) for i in range(6) for a in (1, 2)]
+    assert attempts(done.stdout) == [(f"t{i}", a, False, 2) for a in (1, 2) for i in range(6)]
     builds = (tmp_path / "builds.log").read_text().split()
     assert len(builds) == 12 == len(set(builds))
     closes = [line.split() for line in (tmp_path / "closes.log").read_text().splitlines()]

@@ -16,7 +16,7 @@ def test_the_lessons_suite_file_uses_the_shipped_documents(student: Path, agent_
     done = agent_eval("run", "--agent", "builtin:dump-documents", "--tasks", "agent-tasks.json",
                       *GATEWAY, cwd=student)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[1].startswith("  ok  r-gateway-port   r1")
+    assert done.stdout.splitlines()[2].startswith("  ok  r-gateway-port   r1")
     assert "workspace: 3 files from the shipped suite part26" in done.stderr
 
 

@@ -117,6 +117,9 @@ def test_two_ctrl_c_at_a_random_point_kill_and_resume_loses_nothing(
     _out, err = done.communicate(timeout=60)
     assert done.returncode == 2, err
     assert comparable(tmp_path / "part.json") == comparable(tmp_path / "whole.json")
+    # Attempt-major, as the course writes rows, at any concurrency and after a resume.
+    order = [(f"t{i}", attempt) for attempt in (1, 2) for i in range(8)]
+    assert [row[:2] for row in comparable(tmp_path / "part.json")] == order
     ran = calls.read_text().splitlines()
     assert len(ran) - len(set(ran)) <= 3  # only the attempts killed in flight ran twice
     assert len(set(ran)) == 16

@@ -43,8 +43,10 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
     if not row.passed:
         reason = describe_failure(row, numbered=False)
-        if row.stopped and row.stopped != "finished" and row.stopped not in reason:
-            reason += f"; stopped: {row.stopped}"  # which budget ran out, an echo...
+        stopped = row.stopped or "finished"
+        # Which budget ran out, an echo...; an error says it all by itself.
+        if row.error is None and stopped != "finished" and stopped not in reason:
+            reason += f"; stopped: {stopped}"
         lines.append(f"      {row.failure_class}: {reason}")
     return lines
 
@@ -65,8 +67,7 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
         f"mean seconds  {summary['mean_seconds']}",
     ]
     if summary.get("cost_per_task") is None:
-        lines += [NO_PRICE, "              (or --input-cost-per-million and "
-                  "--output-cost-per-million for separate prices)"]  # fmt: skip
+        lines.append(NO_PRICE)  # `run --help` tells of the separate prices
     elif summary.get("cost_per_million_tokens") is not None:
         lines.append(
             f"cost per task {summary['cost_per_task']}  "
