@@ -503,6 +503,12 @@ def index(folder: str, out: str) -> int:
     type=click.FloatRange(min=0),
     help="Your price per million tokens for the lesson's cost column (else an example).",
 )
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Replay the runs already in --out-dir from their recordings, without the model: "
+    "the same verdicts and lesson in seconds.",
+)
 def demo(
     out_dir: str,
     repeats: int,
@@ -510,6 +516,7 @@ def demo(
     parallel: int,
     seed: int,
     cost_per_million: float | None,
+    replay: bool,
 ) -> int:
     """The main job: the shipped suite against the three reference scaffolds on the
     embedded local model, offline, with sampled repeats. Writes full reports, results,
@@ -530,5 +537,6 @@ def demo(
         task_ids=task_ids,
         seed=seed,
         price_per_million=cost_per_million,
+        replay=replay,
     )
     return run_demo(click.echo, progress, plan)
