@@ -256,6 +256,8 @@ def test_a_refused_connection_is_recorded_as_an_error(tmp_path: Path) -> None:
                    replay=tmp_path / "rec.json", task_ids=TASKS[:1], repeats=1,
                    max_infra_retries=0)  # fmt: skip
     assert (again.failure_class, again.stopped) == ("infra_error", "model_error")
+    # the agent quotes its endpoint in the error: the replay's proxy took the same address
+    assert trajectory(tmp_path, again) == trajectory(tmp_path, row)
 
 
 def test_resume_continues_the_recording(

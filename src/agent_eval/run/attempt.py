@@ -152,9 +152,10 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
                                cost=cost, max_cost=plan.max_cost, citations=cited)  # fmt: skip
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
-    if traffic is not None and traffic.mismatch is not None:  # a replay that diverged
+    diverged = traffic.divergence(outcome.failure) if traffic is not None else None
+    if diverged is not None:  # a replay whose agent asked what its recording did not
         reply = reply.model_copy(update={"stopped": "replay_mismatch"})
-        failure, error = "replay_mismatch", f"replay_mismatch: {traffic.mismatch}"
+        failure, error = "replay_mismatch", f"replay_mismatch: {diverged}"
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
     meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
             "started": started.isoformat()}  # fmt: skip

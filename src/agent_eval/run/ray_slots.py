@@ -70,6 +70,8 @@ class SlotGroup:
             redact=Redactor(secret.values()),
             meta={**plan.meta, "ray_node_id": node},
         )
+        if self._plan.proxy is not None:  # this node's own proxy, for its slots' attempts
+            self._plan.proxy.use_redactor(self._plan.redact)
         self._zygote = Zygote(preload_for(spec), preload_first=slots > 1)
         memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
         self._workers = [Worker(self._zygote, spec, options, memory_mb, isolation)
@@ -105,4 +107,6 @@ class SlotGroup:
             if worker.close_warning:
                 warnings.append(worker.close_warning)
         self._zygote.close()
+        if self._plan.proxy is not None:
+            self._plan.proxy.close()
         return warnings
