@@ -41,6 +41,10 @@ def test_a_sampled_run_on_the_embedded_model_replays_with_it_stopped(tmp_path: P
         done = run(tmp_path, "--base-url", base_url, "--model", "local/answer", "--record",
                    "--out", "rec.json")  # fmt: skip
     assert done.returncode in (0, 2), done.stderr
+    answered = json.loads((tmp_path / "rec.json").read_text())["results"]
+    assert any(r["failure_class"] != "infra_error" for r in answered), (
+        "the embedded model never answered; see serve-model.log"
+    )
     done = run(tmp_path, "--replay", "rec.json", "--out", "rep.json")
     assert done.returncode in (0, 2), done.stderr
     recorded, replayed = (json.loads((tmp_path / n).read_text())["results"]
