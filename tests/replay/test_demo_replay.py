@@ -59,5 +59,5 @@ def test_the_demos_runs_replay_with_the_model_stopped(
 
 def test_demo_replay_without_a_recorded_demo_is_a_clear_error(tmp_path: Path) -> None:
     plan = DemoPlan(tmp_path / "nothing", replay=True)
-    with pytest.raises(ConfigError, match="results-retrieve-read.json is missing; run"):
+    with pytest.raises(ConfigError, match=r"results-retrieve-read\.json is missing; run"):
         run_demo(lambda line: None, quiet, plan)
