@@ -216,6 +216,10 @@ def test_repeats_under_cache_keep_their_own_replies(
     for row in again:
         _, calls = read_recording(tmp_path / str(row.recording_file))
         assert [c["source"] for c in calls] == ["cache"]
+    # a replay, too, gives each repeat its own recorded reply
+    replayed = run(tmp_path, "four.json", base_url=server.base_url, task_ids=TASKS[:1],
+                   replay=tmp_path / "two.json")  # fmt: skip
+    assert {r.attempt: r.answer for r in replayed} == answers
     # another attempt number is not in the cache: it goes to the (stopped) endpoint
     more = run(tmp_path, "three.json", base_url=server.base_url, cache_dir=cache,
                task_ids=TASKS[:1], repeats=3, max_infra_retries=0)  # fmt: skip

@@ -206,7 +206,8 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     "--replay",
     metavar="RESULTS.json",
     help="Answer each attempt from its own recording in this run's results; the endpoint "
-    "is not contacted. Model, repeats, seed and options default to the recorded run's.",
+    "is not contacted. Model, repeats, seed, options, a shipped suite and the tasks "
+    "default to the recorded run's.",
 )
 @click.option(
     "--replay-missing",
