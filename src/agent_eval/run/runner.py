@@ -327,6 +327,8 @@ def _with_retries(
         wait = (scored.infra or {}).get("retry_after")
         if isinstance(wait, int | float):
             delay = max(delay, float(wait))
+        if config.replay is not None and config.replay_missing == "error":
+            delay = 0.0  # a replayed failure: no endpoint to give time to recover
         if stop.wait(min(delay, MAX_RETRY_WAIT)):
             break
     return replace(scored, row=scored.row.model_copy(update={"infra_retries": try_number}))
