@@ -224,6 +224,8 @@ class ModelProxy:
             # The same address for the same try when the port is free again: an agent
             # that quotes its endpoint in an error says the same thing in a replay.
             token = f"{safe_part(task_id)}-r{attempt}-t{number}"
+            while token in self._sessions:  # two ids made one safe name ("a/b", "a_b")
+                token += "-"
             expected = None
             if self.replay is not None:
                 expected = self.replay.calls(task_id, attempt, number) or ()
