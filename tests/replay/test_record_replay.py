@@ -283,3 +283,19 @@ def test_resume_continues_the_recording(
     assert json.loads((tmp_path / "rep.json").read_text())["run"]["replayed_from"] == str(
         tmp_path / "rec.json"
     )
+
+
+def test_a_call_cut_off_by_the_time_budget_replays_as_over_budget(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    server = mock_model({"default": {"fault": "timeout"}}, hang_seconds=5)
+    (row,) = run(tmp_path, "rec.json", base_url=server.base_url, record=True,
+                 task_ids=TASKS[:1], repeats=1, timeout_per_task=1.5)  # fmt: skip
+    assert row.failure_class == "over_budget"
+    _, (call,) = read_recording(tmp_path / str(row.recording_file))
+    assert call["response"] is None and call["error"]["kind"] == "unanswered"
+    server.stop()
+    # the replayed call gets no reply either, until the budget stops the attempt again
+    (again,) = run(tmp_path, "rep.json", base_url=server.base_url, task_ids=TASKS[:1],
+                   repeats=1, timeout_per_task=1.5, replay=tmp_path / "rec.json")  # fmt: skip
+    assert verdicts([again]) == verdicts([row])
