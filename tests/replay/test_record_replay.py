@@ -81,6 +81,31 @@ def test_each_attempt_has_its_own_recording_in_call_order(
         )
 
 
+QUERY_AGENT = """
+import httpx
+
+
+def run_task(task, options):
+    url = options["base_url"] + "/chat/completions?api-key=sk-in-the-query-42&version=1"
+    body = {"model": options["model"], "messages": [{"role": "user", "content": task}]}
+    reply = httpx.post(url, json=body, headers={"X-Api-Key": "sk-in-a-header-42"}).json()
+    return {"answer": reply["choices"][0]["message"]["content"], "steps": 1, "tokens": 1}
+"""
+
+
+def test_a_secret_in_the_query_or_a_header_reaches_the_endpoint_not_the_recording(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer], write_agent: Callable[..., Path]
+) -> None:
+    server = mock_model({"default": ANSWER})
+    (row,) = run(tmp_path, "rec.json", agent=str(write_agent(QUERY_AGENT)), repeats=1,
+                 base_url=server.base_url, record=True, task_ids=TASKS[:1])  # fmt: skip
+    assert row.failure_class == "passed"  # the endpoint got the request whole
+    text = (tmp_path / str(row.recording_file)).read_text()
+    assert "sk-in-the-query-42" not in text and "sk-in-a-header-42" not in text
+    _, (call,) = read_recording(tmp_path / str(row.recording_file))
+    assert call["path"] == "/v1/chat/completions?api-key=%5Bredacted%5D&version=1"
+
+
 def test_no_secret_reaches_a_recording(
     tmp_path: Path, mock_model: Callable[..., MockModelServer]
 ) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -45,6 +45,7 @@ from agent_eval.replay.recording import (
     parse_events,
     recording_text,
     request_part,
+    scrub_fields,
     value_at,
 )
 from agent_eval.replay.source import ReplaySource
@@ -255,8 +256,8 @@ class ModelProxy:
         if raw is None:
             return _error(413, "request body too large", "too_large")
         path = "/" + request.path_params["rest"]
-        if request.url.query:
-            path += "?" + request.url.query
+        if request.url.query:  # as recorded: a secret-named parameter's value replaced
+            path += "?" + urlencode(scrub_fields(dict(parse_qsl(request.url.query, True))))
         record = body_record(self.redact(raw.decode("utf-8", errors="replace")).encode())
         call = session.begin({"method": request.method, "path": path,
                               "request": {"headers": kept_headers(request.headers.items()),
@@ -345,7 +346,8 @@ class ModelProxy:
     ) -> Response:
         """Send the request to the endpoint, stream its reply back, and record both."""
         origin = urlsplit(self.upstream)
-        url = urlunsplit((origin.scheme, origin.netloc, "", "", "")) + call["path"]
+        path = "/" + request.path_params["rest"]
+        url = urlunsplit((origin.scheme, origin.netloc, path, request.url.query, ""))
         headers = {k: v for k, v in request.headers.items()
                    if k.lower() not in {"host", "content-length", "connection", "accept-encoding",
                                         "keep-alive", "transfer-encoding"}}  # fmt: skip
