@@ -81,6 +81,8 @@ class PreparedRun:
     """A finished run's results file that gets more repeats: its journal is written again."""
     earlier_wall: float = 0.0
     """Wall seconds of the run's earlier invocations, when they are known."""
+    proxy: ModelProxy | None = None
+    """The model proxy of --record, --replay or --cache (its recordings read already)."""
 
     @property
     def stamp(self) -> str:
@@ -163,6 +165,8 @@ def prepare(config: RunConfig) -> PreparedRun:
     else:
         name = f"{prepared.stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
         prepared.journal_path = config.trajectory_dir / name
+    config = prepared.config  # --resume of a recorded run records
+    prepared.proxy = model_proxy(config, Redactor.for_run(config.api_key, config.options))
     return prepared
 
 
@@ -238,7 +242,6 @@ def execute(
     """
     config = prepared.config
     redact = Redactor.for_run(config.api_key, config.options)
-    proxy = model_proxy(config, redact)  # before the journal: a bad --replay loses nothing
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
@@ -255,7 +258,7 @@ def execute(
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
-    plan = replace(_plan(prepared, redact), proxy=proxy)
+    plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
     clock = time.perf_counter()
 
     def attempt(slot: Slot, position: int, stop: threading.Event) -> Scored:
