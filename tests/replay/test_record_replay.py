@@ -81,6 +81,31 @@ def test_each_attempt_has_its_own_recording_in_call_order(
         )
 
 
+QUERY_AGENT = """
+import httpx
+
+
+def run_task(task, options):
+    url = options["base_url"] + "/chat/completions?api-key=sk-in-the-query-42&version=1"
+    body = {"model": options["model"], "messages": [{"role": "user", "content": task}]}
+    reply = httpx.post(url, json=body, headers={"X-Api-Key": "sk-in-a-header-42"}).json()
+    return {"answer": reply["choices"][0]["message"]["content"], "steps": 1, "tokens": 1}
+"""
+
+
+def test_a_secret_in_the_query_or_a_header_reaches_the_endpoint_not_the_recording(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer], write_agent: Callable[..., Path]
+) -> None:
+    server = mock_model({"default": ANSWER})
+    (row,) = run(tmp_path, "rec.json", agent=str(write_agent(QUERY_AGENT)), repeats=1,
+                 base_url=server.base_url, record=True, task_ids=TASKS[:1])  # fmt: skip
+    assert row.failure_class == "passed"  # the endpoint got the request whole
+    text = (tmp_path / str(row.recording_file)).read_text()
+    assert "sk-in-the-query-42" not in text and "sk-in-a-header-42" not in text
+    _, (call,) = read_recording(tmp_path / str(row.recording_file))
+    assert call["path"] == "/v1/chat/completions?api-key=%5Bredacted%5D&version=1"
+
+
 def test_no_secret_reaches_a_recording(
     tmp_path: Path, mock_model: Callable[..., MockModelServer]
 ) -> None:
@@ -216,6 +241,10 @@ def test_repeats_under_cache_keep_their_own_replies(
     for row in again:
         _, calls = read_recording(tmp_path / str(row.recording_file))
         assert [c["source"] for c in calls] == ["cache"]
+    # a replay, too, gives each repeat its own recorded reply
+    replayed = run(tmp_path, "four.json", base_url=server.base_url, task_ids=TASKS[:1],
+                   replay=tmp_path / "two.json")  # fmt: skip
+    assert {r.attempt: r.answer for r in replayed} == answers
     # another attempt number is not in the cache: it goes to the (stopped) endpoint
     more = run(tmp_path, "three.json", base_url=server.base_url, cache_dir=cache,
                task_ids=TASKS[:1], repeats=3, max_infra_retries=0)  # fmt: skip
@@ -256,6 +285,8 @@ def test_a_refused_connection_is_recorded_as_an_error(tmp_path: Path) -> None:
                    replay=tmp_path / "rec.json", task_ids=TASKS[:1], repeats=1,
                    max_infra_retries=0)  # fmt: skip
     assert (again.failure_class, again.stopped) == ("infra_error", "model_error")
+    # the agent quotes its endpoint in the error: the replay's proxy took the same address
+    assert trajectory(tmp_path, again) == trajectory(tmp_path, row)
 
 
 def test_resume_continues_the_recording(
@@ -277,3 +308,19 @@ def test_resume_continues_the_recording(
     assert json.loads((tmp_path / "rep.json").read_text())["run"]["replayed_from"] == str(
         tmp_path / "rec.json"
     )
+
+
+def test_a_call_cut_off_by_the_time_budget_replays_as_over_budget(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    server = mock_model({"default": {"fault": "timeout"}}, hang_seconds=5)
+    (row,) = run(tmp_path, "rec.json", base_url=server.base_url, record=True,
+                 task_ids=TASKS[:1], repeats=1, timeout_per_task=1.5)  # fmt: skip
+    assert row.failure_class == "over_budget"
+    _, (call,) = read_recording(tmp_path / str(row.recording_file))
+    assert call["response"] is None and call["error"]["kind"] == "unanswered"
+    server.stop()
+    # the replayed call gets no reply either, until the budget stops the attempt again
+    (again,) = run(tmp_path, "rep.json", base_url=server.base_url, task_ids=TASKS[:1],
+                   repeats=1, timeout_per_task=1.5, replay=tmp_path / "rec.json")  # fmt: skip
+    assert verdicts([again]) == verdicts([row])

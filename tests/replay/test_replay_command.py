@@ -59,3 +59,36 @@ def test_replay_reruns_one_attempt_in_the_foreground_printing_its_calls(
                       cwd=tmp_path)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.startswith("Error: rec.json: no attempt 3 of task r-gateway-port")
+
+
+def test_run_flags_for_record_replay_and_cache_through_the_cli(
+    tmp_path: Path,
+    mock_model: Callable[..., MockModelServer],
+    write_agent: Callable[..., Path],
+    agent_eval: Callable[..., Any],
+) -> None:
+    server = mock_model({"default": {"content": ANSWER}})
+    write_agent(AGENT.format(prompt="Briefly: "))
+    common = ("run", "--agent", "agent.py", "--task-id", "r-gateway-port", "--model", "mock",
+              "--base-url", server.base_url, "--repeats", "2")  # fmt: skip
+    done = agent_eval(*common, "--cache", "cache", "--out", "one.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2  # one reply per attempt
+    server.stop()
+    done = agent_eval(*common, "--cache", "cache", "--out", "two.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # every reply from the cache
+    for flags, error in [
+        (("--replay-missing", "pass-through"),
+         "Error: --replay-missing pass-through: add --replay RESULTS.json"),
+        (("--replay", "nothing.json"),
+         "Error: --replay nothing.json: no such results file; give the results file of a run "
+         "made with --record"),
+        (("--replay", "one.json"),
+         "Error: --replay one.json: no attempt of that run was recorded; record one with "
+         "`agent-eval run --record ...`"),
+        (("--replay", "one.json", "--cache", "cache"),
+         "Error: --cache cache: a replay answers from its recording; drop --cache"),
+    ]:  # fmt: skip
+        done = agent_eval(*common, *flags, cwd=tmp_path)
+        assert (done.returncode, done.stderr.strip()) == (1, error)
+    assert not list(tmp_path.glob("*.journal.jsonl"))  # bad input loses nothing, leaves nothing

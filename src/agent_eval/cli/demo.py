@@ -25,13 +25,13 @@ from typing import Any
 
 from agent_eval.cli.console import attempt_line, header, id_width
 from agent_eval.cli.view import view_command
-from agent_eval.errors import ExtraMissingError, ModelEndpointError
+from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
 from agent_eval.models.local_engine import INSTALL_ADVICE
 from agent_eval.models.local_server import wait_healthy
 from agent_eval.report import load_results, render_report
 from agent_eval.report.lesson import render_lesson
-from agent_eval.results import AttemptResult
-from agent_eval.run.config import RunConfig
+from agent_eval.results import AttemptResult, iter_rows, read_head
+from agent_eval.run.config import DEFAULT_BASE_URL, RunConfig
 from agent_eval.run.runner import execute, prepare
 
 START_TIMEOUT = 600.0
@@ -63,10 +63,14 @@ class DemoPlan:
     """The run seed; each attempt's sampling seed is derived from it, its task and attempt."""
     price_per_million: float | None = None
     """The user's price; the lesson shows EXAMPLE_PRICE, labelled as such, without one."""
+    replay: bool = False
+    """Replay the runs already in out_dir from their recordings, with no model server."""
 
 
 def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = DemoPlan()) -> int:
     """Run the demo; return 0 when it measured, whatever the agents scored."""
+    if plan.replay:
+        return replay_demo(echo, progress, plan)
     _require_local_extra()
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     echo("starting the embedded model server (the first start assembles the model file) ...")
@@ -133,10 +137,63 @@ def _run_agent(
         labbook=plan.out_dir / "labbook.jsonl",
         concurrency=plan.parallel,
         overwrite=True,  # the demo's folder is its own: a second demo replaces the first
+        record=True,  # so that `agent-eval demo --replay` can give it back without the model
     )
+    return _measure(config, echo, progress)
+
+
+def replay_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan) -> int:
+    """The demo's recorded runs again, each attempt answered from its own recording with
+    no model server: the same verdicts and the same lesson, in seconds. The replayed
+    results go to `out_dir/replay/`."""
+    replays = plan.out_dir / "replay"
+    results = []
+    echo(f"replaying the demo's recorded runs in {plan.out_dir}/ (no model server)")
+    for agent in plan.agents:
+        name = agent.removeprefix("builtin:")
+        recorded = plan.out_dir / f"results-{name}.json"
+        if not recorded.is_file():
+            raise ConfigError(
+                f"demo --replay: {recorded} is missing; run `agent-eval demo --out-dir "
+                f"{plan.out_dir}` first"
+            )
+        head = read_head(recorded).run
+        config = RunConfig(
+            agent=agent,
+            tasks="part26",
+            task_ids=tuple(dict.fromkeys(row.id for row in iter_rows(recorded))),
+            repeats=head.repeats or 1,
+            base_url=head.base_url or DEFAULT_BASE_URL,
+            model=head.model,
+            router_model=head.router_model,
+            options={k: str(v) for k, v in (head.options or {}).items()},
+            seed=head.seed,
+            quant=head.quant,
+            engine=head.engine,
+            engine_version=head.engine_version,
+            notes=f"replay of {recorded}",
+            out=replays / recorded.name,
+            trajectory_dir=replays / "trajectories",
+            concurrency=plan.parallel,
+            replay=recorded,
+        )
+        results.append(_measure(config, echo, progress))
+    runs = [load_results(path) for path in results]
+    echo("")
+    price = plan.price_per_million
+    echo(render_lesson(runs, EXAMPLE_PRICE if price is None else price, price is None))
+    echo("")
+    echo(f"Replayed results and trajectories: {replays}/")
+    return 0
+
+
+def _measure(config: RunConfig, echo: Callable[[str], None], progress: Progress) -> Path:
+    """Run one scaffold over the suite as ``config`` says; the path of its results file."""
+    assert config.out is not None
+    name = config.agent.removeprefix("builtin:")
     prepared = prepare(config)
     echo("")
-    echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), plan.repeats))
+    echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
     width = id_width([task.id for task in prepared.tasks])
     with progress(prepared.attempts, name) as advance:
 
@@ -145,7 +202,7 @@ def _run_agent(
             advance()
 
         execute(prepared, on_attempt)
-    return out
+    return config.out
 
 
 def _engine(info: dict[str, Any]) -> str:

@@ -239,7 +239,8 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     "--replay",
     metavar="RESULTS.json",
     help="Answer each attempt from its own recording in this run's results; the endpoint "
-    "is not contacted. Model, repeats, seed and options default to the recorded run's.",
+    "is not contacted. Model, repeats, seed, options, a shipped suite and the tasks "
+    "default to the recorded run's.",
 )
 @click.option(
     "--replay-missing",
@@ -558,6 +559,12 @@ def index(folder: str, out: str) -> int:
     type=click.FloatRange(min=0),
     help="Your price per million tokens for the lesson's cost column (else an example).",
 )
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Replay the runs already in --out-dir from their recordings, without the model: "
+    "the same verdicts and lesson in seconds.",
+)
 def demo(
     out_dir: str,
     repeats: int,
@@ -565,6 +572,7 @@ def demo(
     parallel: int,
     seed: int,
     cost_per_million: float | None,
+    replay: bool,
 ) -> int:
     """The main job: the shipped suite against the three reference scaffolds on the
     embedded local model, offline, with sampled repeats. Writes full reports, results,
@@ -585,5 +593,6 @@ def demo(
         task_ids=task_ids,
         seed=seed,
         price_per_million=cost_per_million,
+        replay=replay,
     )
     return run_demo(click.echo, progress, plan)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -34,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agent_eval.errors import ConfigError
 from agent_eval.replay.cache import ResponseCache
 from agent_eval.replay.recording import (
     DROPPED_HEADERS,
@@ -45,10 +45,12 @@ from agent_eval.replay.recording import (
     parse_events,
     recording_text,
     request_part,
+    scrub_fields,
     value_at,
 )
 from agent_eval.replay.source import ReplaySource
 from agent_eval.run.secrets import Redactor
+from agent_eval.trace.trajectory import safe_part
 from agent_eval.web import AppServer, read_body
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -68,6 +70,16 @@ class Traffic:
     calls: int
     mismatch: str | None
     """Why a replay diverged from its recording, naming the first differing field."""
+    stopped_short: bool = False
+    """The mismatch is only that the agent made fewer calls than the recording."""
+
+    def divergence(self, failure: str | None) -> str | None:
+        """The replay_mismatch detail for an attempt whose worker ended with ``failure``:
+        an attempt lost to infrastructure (its worker or node gone) made fewer calls
+        for that reason, which is no divergence of the agent's."""
+        if self.stopped_short and failure == "infra_error":
+            return None
+        return self.mismatch
 
 
 @dataclass
@@ -122,15 +134,17 @@ class Session:
                                 error={"kind": "unanswered", "message": "the attempt ended "
                                        "before the reply came"})  # fmt: skip
             short = self.expected is not None and len(self.calls) < len(self.expected)
-            if short and self.mismatch is None:
+            short = short and self.mismatch is None
+            if short:
                 self.mismatch = (
                     f"the agent stopped after {len(self.calls)} of the recording's "
                     f"{len(self.expected or ())} call(s)"
                 )
             header = {"task_id": self.task_id, "attempt": self.attempt, "try": self.try_number,
-                      "mode": self.mode, "upstream": self.upstream, "started": self.started_at,
-                      "mismatch": self.mismatch}  # fmt: skip
-            return Traffic(recording_text(header, self.calls), len(self.calls), self.mismatch)
+                      "mode": self.mode, "upstream": self.upstream, "proxy": self.url,
+                      "started": self.started_at, "mismatch": self.mismatch}  # fmt: skip
+            text = recording_text(header, self.calls)
+            return Traffic(text, len(self.calls), self.mismatch, short)
 
 
 def _public_url(url: str) -> str:
@@ -173,16 +187,24 @@ class ModelProxy:
         self._server: AppServer | None = None
         self._sessions: dict[str, Session] = {}
         self._tries: dict[tuple[str, int], int] = {}
+        self._client: httpx.AsyncClient | None = None
+        """One client for the server's event loop: a new one per call costs ~50 ms."""
 
     def __getstate__(self) -> dict[str, Any]:
+        """The proxy as it travels to another process: without its server, and without
+        the run's secrets (the process it lands in gives its own: use_redactor)."""
         state = dict(self.__dict__)
-        for name in ("_lock", "_server", "_sessions", "_tries"):
+        for name in ("_lock", "_server", "_sessions", "_tries", "_client", "redact", "on_call"):
             state.pop(name)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update(state, redact=Redactor([]), on_call=None)
         self._start_local()
+
+    def use_redactor(self, redact: Redactor) -> None:
+        """Scrub these secrets from what the proxy keeps (recordings, the cache)."""
+        self.redact = redact
 
     @property
     def mode(self) -> str:
@@ -193,7 +215,7 @@ class ModelProxy:
             if self._server is None:
                 app = Starlette(routes=[Route("/a/{token}/{rest:path}", self._handle,
                                               methods=METHODS)])  # fmt: skip
-                self._server = AppServer(app).start()
+                self._server = _listen(app, self.replay.port if self.replay else None).start()
             return self._server.root_url
 
     @contextmanager
@@ -202,7 +224,11 @@ class ModelProxy:
         root = self._root()
         with self._lock:
             number = self._tries[(task_id, attempt)] = self._tries.get((task_id, attempt), 0) + 1
-            token = secrets.token_urlsafe(12)
+            # The same address for the same try when the port is free again: an agent
+            # that quotes its endpoint in an error says the same thing in a replay.
+            token = f"{safe_part(task_id)}-r{attempt}-t{number}"
+            while token in self._sessions:  # two ids made one safe name ("a/b", "a_b")
+                token += "-"
             expected = None
             if self.replay is not None:
                 expected = self.replay.calls(task_id, attempt, number) or ()
@@ -222,6 +248,7 @@ class ModelProxy:
             server, self._server = self._server, None
         if server is not None:
             server.stop(timeout=2.0)
+        self._client = None  # it belonged to the stopped server's event loop
 
     async def _handle(self, request: Request) -> Response:
         with self._lock:
@@ -232,8 +259,8 @@ class ModelProxy:
         if raw is None:
             return _error(413, "request body too large", "too_large")
         path = "/" + request.path_params["rest"]
-        if request.url.query:
-            path += "?" + request.url.query
+        if request.url.query:  # as recorded: a secret-named parameter's value replaced
+            path += "?" + urlencode(scrub_fields(dict(parse_qsl(request.url.query, True))))
         record = body_record(self.redact(raw.decode("utf-8", errors="replace")).encode())
         call = session.begin({"method": request.method, "path": path,
                               "request": {"headers": kept_headers(request.headers.items()),
@@ -322,18 +349,20 @@ class ModelProxy:
     ) -> Response:
         """Send the request to the endpoint, stream its reply back, and record both."""
         origin = urlsplit(self.upstream)
-        url = urlunsplit((origin.scheme, origin.netloc, "", "", "")) + call["path"]
+        path = "/" + request.path_params["rest"]
+        url = urlunsplit((origin.scheme, origin.netloc, path, request.url.query, ""))
         headers = {k: v for k, v in request.headers.items()
                    if k.lower() not in {"host", "content-length", "connection", "accept-encoding",
                                         "keep-alive", "transfer-encoding"}}  # fmt: skip
-        client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=10.0))
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=10.0))
+        client = self._client
         try:
             reply = await client.send(
                 client.build_request(request.method, url, headers=headers, content=raw),
                 stream=True,
             )
         except httpx.HTTPError as exc:
-            await client.aclose()
             kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection"
             message = f"model endpoint {_public_url(self.upstream)}: {type(exc).__name__}: {exc}"
             return self._serve(session, call, None, {"kind": kind, "message": message},
@@ -360,7 +389,6 @@ class ModelProxy:
                     error = {"kind": "stream", "message": f"{type(exc).__name__}: {exc}"}
                 finally:
                     await reply.aclose()
-                    await client.aclose()
                     text = self.redact(b"".join(chunks).decode("utf-8", errors="replace"))
                     done({"status": status, "headers": kept,
                           "events": parse_events(text.encode())}, error)  # fmt: skip
@@ -373,7 +401,6 @@ class ModelProxy:
             data, error = b"", {"kind": "stream", "message": f"{type(exc).__name__}: {exc}"}
         finally:
             await reply.aclose()
-            await client.aclose()
         record = body_record(self.redact(data.decode("utf-8", errors="replace")).encode())
         done({"status": status, "headers": kept, **record}, error)
         return Response(data, status, kept)
@@ -393,6 +420,16 @@ class ModelProxy:
                         seconds=round(session.now() - call["offset"], 4))  # fmt: skip
         if self.on_call is not None:
             self.on_call(session, call)
+
+
+def _listen(app: Starlette, port: int | None) -> AppServer:
+    """The proxy's server: on the recorded run's port when it is free, else any."""
+    if port:
+        try:
+            return AppServer(app, port=port)
+        except ConfigError:
+            pass
+    return AppServer(app)
 
 
 def _shown(body: Any, path: str) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from agent_eval.errors import ConfigError
 from agent_eval.replay.recording import Exchange, read_recording, try_path
@@ -20,6 +22,8 @@ class ReplaySource:
     origin: str
     """The results file, as the user named it (for messages)."""
     tries: dict[AttemptKey, tuple[tuple[Exchange, ...], ...]]
+    port: int | None = None
+    """The port the recording proxy listened on, taken again when it is free."""
 
     def calls(self, task_id: str, attempt: int, try_number: int) -> tuple[Exchange, ...] | None:
         """The calls try ``try_number`` made, or None when that try was not recorded."""
@@ -32,6 +36,7 @@ def load_replay(results: Path) -> ReplaySource:
     or when a named recording is missing or damaged."""
     base = results.parent
     tries: dict[AttemptKey, tuple[tuple[Exchange, ...], ...]] = {}
+    ports: Counter[int | None] = Counter()
     for row in iter_rows(results):
         if not row.recording_file:
             continue
@@ -42,7 +47,9 @@ def load_replay(results: Path) -> ReplaySource:
         for number in range(1, count + 1):
             path = try_path(final, number, count)
             try:
-                recorded.append(tuple(read_recording(path)[1]))
+                header, calls = read_recording(path)
+                recorded.append(tuple(calls))
+                ports[urlsplit(str(header.get("proxy", ""))).port] += 1
             except FileNotFoundError:
                 raise ConfigError(
                     f"--replay {results}: the recording {path} of task {row.id} attempt "
@@ -56,7 +63,8 @@ def load_replay(results: Path) -> ReplaySource:
             f"--replay {results}: no attempt of that run was recorded; record one with "
             "`agent-eval run --record ...`"
         )
-    return ReplaySource(str(results), tries)
+    ports.pop(None, None)
+    return ReplaySource(str(results), tries, ports.most_common(1)[0][0] if ports else None)
 
 
 def recorded_suite(results: Path, suite_hash: str | None) -> str:

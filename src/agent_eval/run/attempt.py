@@ -157,9 +157,10 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
     if outcome.traceback is not None:  # the agent raised: its own stop record says where
         reply.trajectory.append({"type": "stop", "reason": "agent_error", "detail": error,
                                  "traceback": outcome.traceback})  # fmt: skip
-    if traffic is not None and traffic.mismatch is not None:  # a replay that diverged
+    diverged = traffic.divergence(outcome.failure) if traffic is not None else None
+    if diverged is not None:  # a replay whose agent asked what its recording did not
         reply = reply.model_copy(update={"stopped": "replay_mismatch"})
-        failure, error = "replay_mismatch", f"replay_mismatch: {traffic.mismatch}"
+        failure, error = "replay_mismatch", f"replay_mismatch: {diverged}"
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
     meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
             "started": started.isoformat()}  # fmt: skip

@@ -30,6 +30,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from agent_eval import __version__
 from agent_eval.errors import AgentEvalError, AgentLoadError, ConfigError
 from agent_eval.records import Task
+from agent_eval.replay import recording_name
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
 from agent_eval.run.cluster import (
     all_here,
@@ -307,11 +308,14 @@ class RaySlot:
             if isinstance(exc.cause, AgentEvalError):  # a slot's build() failed
                 raise exc.cause from None
             raise
-        where = str(self.plan.trajectory_ref / scored.name)
+        where = {"trajectory_file": str(self.plan.trajectory_ref / scored.name)}
+        if scored.row.recording_file:
+            where["recording_file"] = str(self.plan.trajectory_ref / recording_name(scored.name))
         # the node redacted its own secrets; the driver's (its environment's) go too
         redact = self.plan.redact
-        return replace(scored, row=scored.row.model_copy(update={"trajectory_file": where}),
-                       trajectory=redact(scored.trajectory), diff=redact(scored.diff))  # fmt: skip
+        return replace(scored, row=scored.row.model_copy(update=where),
+                       trajectory=redact(scored.trajectory), diff=redact(scored.diff),
+                       recording=redact(scored.recording))  # fmt: skip
 
 
 def _serve(

@@ -71,6 +71,8 @@ class SlotGroup:
             redact=Redactor.for_run(None, options),  # and this node's environment's
             meta={**plan.meta, "ray_node_id": node},
         )
+        if self._plan.proxy is not None:  # this node's own proxy, for its slots' attempts
+            self._plan.proxy.use_redactor(self._plan.redact)
         self._zygote = Zygote(preload_for(spec), slots > 1, self._plan.redact)
         memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
         self._workers = [Worker(self._zygote, spec, options, memory_mb, isolation)
@@ -106,4 +108,6 @@ class SlotGroup:
             if worker.close_warning:
                 warnings.append(worker.close_warning)
         self._zygote.close()
+        if self._plan.proxy is not None:
+            self._plan.proxy.close()
         return warnings

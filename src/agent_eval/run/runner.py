@@ -82,6 +82,8 @@ class PreparedRun:
     """A finished run's results file that gets more repeats: its journal is written again."""
     earlier_wall: float = 0.0
     """Wall seconds of the run's earlier invocations, when they are known."""
+    proxy: ModelProxy | None = None
+    """The model proxy of --record, --replay or --cache (its recordings read already)."""
 
     @property
     def stamp(self) -> str:
@@ -170,6 +172,10 @@ def prepare(config: RunConfig) -> PreparedRun:
     else:
         name = f"{prepared.stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
         prepared.journal_path = config.trajectory_dir / name
+    config = prepared.config  # --resume of a recorded run records
+    prepared.proxy = model_proxy(
+        config, run_redactor(config.api_key, config.options, config.secret_options)
+    )
     return prepared
 
 
@@ -269,7 +275,6 @@ def _execute(
 ) -> RunReport:
     config = prepared.config
     on_notice, on_warning = _redacted(on_notice, redact), _redacted(on_warning, redact)
-    proxy = model_proxy(config, redact)  # before the journal: a bad --replay loses nothing
     config.trajectory_dir.mkdir(parents=True, exist_ok=True)
     assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
@@ -289,7 +294,7 @@ def _execute(
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
-    plan = replace(_plan(prepared, redact), proxy=proxy)
+    plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
     clock = time.perf_counter()
 
     def attempt(slot: Slot, position: int, stop: threading.Event) -> Scored:
@@ -401,6 +406,8 @@ def _with_retries(
         wait = (scored.infra or {}).get("retry_after")
         if isinstance(wait, int | float):
             delay = max(delay, float(wait))
+        if config.replay is not None and config.replay_missing == "error":
+            delay = 0.0  # a replayed failure: no endpoint to give time to recover
         if stop.wait(min(delay, MAX_RETRY_WAIT)):
             break
     return replace(scored, row=scored.row.model_copy(update={"infra_retries": try_number}))
@@ -468,7 +475,8 @@ def model_proxy(config: RunConfig, redact: Redactor) -> ModelProxy | None:
 def attempt_plan(prepared: PreparedRun, proxy: ModelProxy | None) -> AttemptPlan:
     """What every attempt of the run shares, for a caller that runs attempts itself."""
     config = prepared.config
-    return replace(_plan(prepared, Redactor.for_run(config.api_key, config.options)), proxy=proxy)
+    redact = run_redactor(config.api_key, config.options, config.secret_options)
+    return replace(_plan(prepared, redact), proxy=proxy)
 
 
 def _journal_header(prepared: PreparedRun) -> dict[str, Any]:

@@ -102,6 +102,10 @@ def build_app(views: Views) -> Starlette:
         ),
         Route("/api/steps/{run}/{index:int}", _json(steps)),
         Route(
+            "/api/calls/{run}/{index:int}",
+            _json(lambda r: views.calls(r.path_params["run"], r.path_params["index"])),
+        ),
+        Route(
             "/api/compare/{a}/{b}",
             _json(
                 lambda r: views.compare(

@@ -65,8 +65,10 @@ def export_site(views: Views, out: Path) -> int:
         for task in grid.get("tasks", []):
             for cell in task["cells"]:
                 index = cell["index"]
-                put(f"attempt/{rid}/{index}", partial(views.attempt, rid, index))
+                shown = put(f"attempt/{rid}/{index}", partial(views.attempt, rid, index))
                 put(f"steps/{rid}/{index}", partial(views.steps, rid, index, limit=10**9))
+                if shown.get("recording"):
+                    put(f"calls/{rid}/{index}", partial(views.calls, rid, index))
     pairs = [(a["id"], b["id"]) for n, a in enumerate(readable) for b in readable[n + 1 :]
              if a["suite_hash"] == b["suite_hash"]][:MAX_PAIRS]  # fmt: skip
     for a, b in pairs:

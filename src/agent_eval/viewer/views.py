@@ -228,6 +228,7 @@ class Views:
             "trajectory_problem": problem,
             "diff": diff,
             "diff_problem": diff_problem,
+            "recording": bool(row.recording_file),
             "others": [
                 {"index": position, "attempt": other.attempt, "passed": other.passed}
                 for position, other in _task_rows(results, row.id)
@@ -239,11 +240,34 @@ class Views:
     ) -> dict[str, Any]:
         """A page of the attempt's trajectory records (the meta line left out)."""
         results = self.library.results(run_id)
-        records, problem = self._records(results, _row(results, index))
+        row = _row(results, index)
+        records, problem = self._records(results, row)
         body = [r for r in records if "meta" not in r]
+        if row.recording_file:
+            body = _with_calls(body, self._calls(results, row)[0])
         return {"total": len(body), "offset": offset, "problem": problem,
                 "records": body[offset : offset + limit],
                 "numbers": step_numbers(body)[offset : offset + limit]}  # fmt: skip
+
+    def calls(self, run_id: str, index: int) -> dict[str, Any]:
+        """The attempt's recorded model calls (run --record), each request and response
+        exactly as recorded, strings cut as in the trajectory."""
+        results = self.library.results(run_id)
+        found, problem = self._calls(results, _row(results, index))
+        return {"total": len(found), "problem": problem, "calls": found}
+
+    def _calls(self, results: RunResults, row: Attempt) -> tuple[list[dict[str, Any]], str | None]:
+        if not row.recording_file:
+            return [], "this attempt was not recorded (run --record records it)"
+        candidate = Path(row.recording_file)
+        if not candidate.is_absolute():
+            candidate = results.path.parent / candidate
+        try:  # a recording is JSON lines like a trajectory: read with the same caps
+            recording = self.library.read_trajectory(self.library.confined(candidate))
+        except ResultsError as exc:
+            return [], str(exc)
+        calls = [_clip(call) for call in recording.records[1:] if isinstance(call, dict)]
+        return calls, recording.problem
 
     def _records(
         self, results: RunResults, row: Attempt
@@ -407,6 +431,14 @@ def _row(results: RunResults, index: int) -> Attempt:
     if not 0 <= index < len(results.rows):
         raise ResultsError(f"attempt {index}: the run has {len(results.rows)} attempt(s)")
     return results.rows[index]
+
+
+def _with_calls(body: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with each model reply given the number of the recorded call that
+    produced it: the n-th model reply came from the n-th completion request."""
+    made = iter([c.get("call") for c in calls
+                 if c.get("method") == "POST" and "completions" in str(c.get("path"))])  # fmt: skip
+    return [{**r, "call": next(made, None)} if r.get("type") == "model" else r for r in body]
 
 
 def _clip(value: Any, depth: int = 0) -> Any:

@@ -254,9 +254,31 @@ function stepTitle(record, number) {
   }
 }
 
+// The recorded model calls of the attempt on the page (run --record), by call number.
+let shownCalls = {};
+function callBody(call) {
+  if (!call) return null;
+  const part = (p) => (p ? ("json" in p ? p.json : "events" in p ? p.events : p.text) : null);
+  const r = call.response;
+  return [el("div", { className: "muted" }, `request · call ${call.call} · ${call.method} ${call.path}`),
+    el("pre", { className: "call-request" }, JSON.stringify(part(call.request), null, 2)),
+    el("div", { className: "muted" }, `response${r ? ` ${r.status}` : ""} · ${num(call.seconds, 3)} s · from the ${call.source || "endpoint"}`),
+    r ? el("pre", { className: "call-response" }, JSON.stringify(part(r), null, 2)) : null,
+    call.error ? el("p", { className: "problem" }, `${call.error.kind}: ${call.error.message}`) : null];
+}
+function callsNode(body) {
+  return [body.problem ? problem(body.problem) : null,
+    body.calls.map((call) => {
+      const node = el("details", { className: "call" + (call.error ? " err" : ""), id: `call-${call.call}` },
+        el("summary", {}, `call ${call.call} · ${call.method} ${call.path} · ${call.response ? call.response.status : call.error ? call.error.kind : ""} · ${num(call.seconds, 3)} s`));
+      node.ontoggle = () => { if (node.open && node.children.length === 1) node.append(...present(callBody(call))); };
+      return node;
+    })];
+}
+
 function stepBody(record) {
   switch (record.type) {
-    case "model": return [el("div", { className: "muted" }, "content"), pre(record.content)];
+    case "model": return [el("div", { className: "muted" }, "content"), pre(record.content), ...present([callBody(shownCalls[record.call])])];
     case "tool": return [el("div", { className: "muted" }, "arguments"), json(record.args),
       el("div", { className: "muted" }, `result${record.seconds !== undefined ? ` (${num(record.seconds, 3)} s)` : ""}`), pre(record.result)];
     default: return [json(record)];
@@ -274,6 +296,8 @@ function stepNode(id, index, record, offset, k, wrong, number) {
 
 async function attemptPage([id, index], params) {
   const a = await load(`attempt/${id}/${index}`);
+  const recorded = a.recording ? await load(`calls/${id}/${index}`).catch((e) => ({ calls: [], problem: e.message })) : null;
+  shownCalls = Object.fromEntries(((recorded || {}).calls || []).map((c) => [c.call, c]));
   const wanted = Number(params.get("step") || 0);
   const wrong = a.went_wrong ? a.went_wrong.step : null;
   crumbs(" / ", link(`${a.card.scaffold} x ${a.card.model}`, "run", id), " / ", `${a.task_id} r${a.attempt}`);
@@ -311,6 +335,7 @@ async function attemptPage([id, index], params) {
     a.trajectory_problem ? problem(a.trajectory_problem) : null,
     first > 0 ? el("p", { className: "muted" }, `records before ${first + 1} are not shown; `, link("show from the start", "attempt", id, String(index))) : null,
     timeline, more,
+    recorded ? [el("h2", {}, `Model calls (${recorded.calls.length} recorded)`), el("div", { id: "calls" }, callsNode(recorded))] : null,
     el("h2", {}, "Workspace diff"),
     a.diff_problem ? problem(a.diff_problem) : a.diff ? el("pre", { id: "diff" }, a.diff) : el("p", { className: "muted" }, a.changed_files.length ? `changed: ${a.changed_files.join(", ")}` : "no file changed"));
   await addPage();
