@@ -269,3 +269,23 @@ def test_the_exported_site_opens_from_disk(page: Any, served: Any, tmp_path: Pat
     page.locator("#per-task tr[data-task='t-flip'] a", has_text="side by side").click()
     settle(page)
     page.wait_for_selector("#first-divergence")
+
+
+def test_the_runs_page_shows_cost_as_the_console_does(
+    page: Any, tmp_path: Path, agent_eval: Any, make_run: Any
+) -> None:
+    make_run(tmp_path / "first", "a", repeats=1)  # writes the toy agent and its suite there
+    tmp_path = tmp_path / "first"
+    price = "7.175233333333333"  # 40 tokens a task: 0.00028700933333333334 per task
+    done = agent_eval("run", "--agent", "agent.py", "--tasks", "suite.json", "--option",
+                      "mode=a", "--cost-per-million", price, "--out", "r.json",
+                      "--allow-empty-workspace", cwd=tmp_path)  # fmt: skip
+    assert "cost per task 0.000287  (" in done.stdout
+    server = open_viewer([tmp_path]).start()
+    try:
+        page.goto(server.root_url + "/")
+        page.wait_for_selector("#runs")
+        row = page.locator("#runs tr", has_text="r.json").inner_text()
+        assert "0.000287" in row and "0.0002870" not in row
+    finally:
+        server.stop()

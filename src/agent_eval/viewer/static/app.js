@@ -34,6 +34,10 @@ function num(value, digits) {
   if (value === null || value === undefined) return "–";
   return typeof value === "number" && digits !== undefined ? value.toFixed(digits) : String(value);
 }
+// Money as the console prints it: six decimals, never a float's seventeen digits.
+function money(value) {
+  return typeof value === "number" ? value.toFixed(6) : num(value);
+}
 function interval(pair, digits = 3) {
   return Array.isArray(pair) ? `[${num(pair[0], digits)}, ${num(pair[1], digits)}]` : "–";
 }
@@ -126,7 +130,7 @@ async function runsPage() {
       el("td", { className: "num" }, num(run.mean_steps)),
       el("td", { className: "num" }, num(run.mean_tokens)),
       el("td", { className: "num" }, num(run.mean_seconds)),
-      el("td", { className: "num" }, run.cost_per_task === null || run.cost_per_task === undefined ? "not priced" : num(run.cost_per_task)),
+      el("td", { className: "num" }, run.cost_per_task === null || run.cost_per_task === undefined ? "not priced" : money(run.cost_per_task)),
       el("td", { className: "muted" }, run.file, run.problems.length ? ` (${run.problems.length} line(s) skipped)` : ""));
   });
   show(el("h1", {}, `${body.runs.length} run(s)`),
@@ -151,7 +155,7 @@ function summaryBlock(s) {
     line("failure classes", Object.entries(s.failure_classes).map(([c, n]) => [badge(c), ` ${n}  `])),
     line("mean steps, tokens, seconds", `${num(s.mean_steps, 2)}, ${num(s.mean_tokens, 1)}, ${num(s.mean_seconds, 1)} (total tokens ${s.total_tokens})`),
     s.tokens_by_role ? line("tokens by role", Object.entries(s.tokens_by_role).map(([r, n]) => `${r} ${n}`).join(", ")) : null,
-    line("cost", s.cost ? `${num(s.cost.cost_per_task)} per task, ${num(s.cost.cost_total)} in all` : "not computed (no price given to the run)"),
+    line("cost", s.cost ? `${money(s.cost.cost_per_task)} per task, ${money(s.cost.cost_total)} in all` : "not computed (no price given to the run)"),
     s.unstable_tasks.length ? line("unstable tasks", s.unstable_tasks.join(", ")) : null);
 }
 
