@@ -276,4 +276,23 @@ def verdict(r: dict[str, Any]) -> str:
     warning = (
         " The suites differ: only the shared task ids were paired." if r["suite_changed"] else ""
     )
-    return f"{head}. {claim_b} {claim_a} {_planning_sentence(r)}{warning}"
+    both = ""
+    if fixed_ok and r["p_population"] is not None and not pop_ok:
+        both = " " + _reconcile(r)
+    return f"{head}. {claim_b} {claim_a}{both} {_planning_sentence(r)}{warning}"
+
+
+def _reconcile(r: dict[str, Any]) -> str:
+    """Why the permutation test can be sure while the interval still holds 0: the two
+    answer different questions (docs/statistics.md)."""
+    holds_zero = r["ci95"] is not None and r["ci95"][0] <= 0 <= r["ci95"][1]
+    spread = (
+        "the 95% interval generalises over tasks, and it includes 0"
+        if holds_zero
+        else f"the paired t test (p {p_words(r['p_population'])}) generalises over tasks"
+    )
+    return (
+        f"The two claims do not conflict: the permutation test is conditional on these "
+        f"{r['tasks']} tasks (would re-running them keep the difference?), while {spread} "
+        "because other tasks like these could differ the other way."
+    )
