@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.results import AttemptResult
+from agent_eval.score.copied import AT_LENGTH, MOSTLY
 
 
 def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
@@ -48,8 +49,11 @@ def attempt_detail(row: AttemptResult) -> list[str]:
     return lines
 
 
-def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> list[str]:
-    """success rate, mean steps, mean tokens, mean seconds, then cost or how to get it."""
+def summary_block(
+    summary: dict[str, Any], prices: dict[str, float | None], copied: list[str] | None = None
+) -> list[str]:
+    """success rate, mean steps, mean tokens, mean seconds, then cost or how to get it;
+    ``copied`` names the passes flagged as copied (task r1, ...)."""
     exact = summary["exact"]
     if not summary["runs"]:
         return ["no attempts ran"]
@@ -60,6 +64,7 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
         f"mean seconds  {exact['mean_seconds']:.1f}",
     ]
     lines += _reliability(summary)
+    lines += copied_lines(summary, copied or [])
     if summary.get("cost_per_task") is None:
         lines.append(
             "cost          not computed: give --cost-per-million PRICE "
@@ -80,6 +85,18 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
             "they did not report prompt and completion tokens"
         )
     return lines
+
+
+def copied_lines(summary: dict[str, Any], names: list[str]) -> list[str]:
+    """The warning for passes made mostly of text copied from the task or documents."""
+    flagged = summary.get("copied_passes") or 0
+    if not flagged:
+        return []
+    which = f": {', '.join(names)}" if names else ""
+    return [
+        f"copied        {flagged} of {summary['passed']} pass(es) mostly copy the task or the "
+        f"documents (copied_share >= {MOSTLY:g}, {AT_LENGTH}+ words){which}"
+    ]
 
 
 def _reliability(summary: dict[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from agent_eval.results.records import Summary, TaskSummary
+from agent_eval.score.copied import is_copied_pass
 from agent_eval.score.pass_k import pass_hat_k
 
 UNKNOWN_CLASS = "unknown"
@@ -46,6 +47,10 @@ class Row(Protocol):
     def infra_retries(self) -> int: ...
     @property
     def failure(self) -> str | None: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def copied_share(self) -> float | None: ...
 
 
 class Tally:
@@ -58,6 +63,7 @@ class Tally:
     def __init__(self, prices: dict[str, float | None] | None = None) -> None:
         self.prices = prices or {}
         self.runs = self.passed = self.infra = self.retried = self.first_try = 0
+        self.copied = 0
         self.steps = self.steps_sq = self.tokens = self.tokens_sq = 0
         self.millis = 0  # rows keep seconds to 3 decimals, so milliseconds sum exactly
         self.classes: Counter[str] = Counter()
@@ -82,6 +88,8 @@ class Tally:
             self.retried += 1
         elif passed:
             self.first_try += 1
+        if passed and row.copied_share is not None:
+            self.copied += is_copied_pass(passed, row.answer, row.copied_share)
         prompt, completion = row.prompt_tokens, row.completion_tokens
         if prompt is None or completion is None:
             self.unsplit += 1
@@ -129,6 +137,7 @@ class Tally:
             exact.update(stdev_steps=stdev_steps, stdev_tokens=stdev_tokens)
             figures.update(stdev_steps=round(stdev_steps, 2), stdev_tokens=round(stdev_tokens, 1))
         figures["failure_classes"] = dict(sorted(self.classes.items()))
+        figures["copied_passes"] = self.copied
         figures.update(self._reliability())
         figures.update(self.cost())
         figures["exact"] = exact

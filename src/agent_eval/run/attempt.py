@@ -17,6 +17,7 @@ from agent_eval.run.worker import Outcome
 from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
 from agent_eval.score.citations import judge_citations, read_cited
+from agent_eval.score.copied import copied_share, document_runs
 from agent_eval.score.cost import attempt_cost
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
@@ -46,6 +47,11 @@ class AttemptPlan:
     """The user's prices per million tokens (all None when none was given)."""
     max_cost: float | None
     """--max-cost-per-task: the cost budget of one attempt."""
+
+    @cached_property
+    def document_runs(self) -> frozenset[int]:
+        """The documents' word runs, for every attempt's copied share; read once."""
+        return document_runs(self.source)
 
     @cached_property
     def trajectory_ref(self) -> Path:
@@ -169,6 +175,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         citations=reply.citations or None,
         group=task.group,
         traceback=None if outcome.traceback is None else [Frame(**f) for f in outcome.traceback],
+        copied_share=copied_share(reply.answer, task.task, plan.document_runs),
     )
     return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "")
 

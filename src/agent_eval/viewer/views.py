@@ -16,6 +16,7 @@ from agent_eval.errors import AgentEvalError, ResultsError
 from agent_eval.report import compare_runs, summarise_run
 from agent_eval.results import RunHead, RunResults
 from agent_eval.results.rows import Attempt
+from agent_eval.score.copied import is_copied_pass
 from agent_eval.viewer.align import align, step_numbers, went_wrong
 from agent_eval.viewer.source import Library, RunSource
 
@@ -210,6 +211,8 @@ class Views:
             "stopped": row.stopped,
             "error": row.error,
             "traceback": [f.model_dump() for f in row.traceback or ()],
+            "copied_share": row.copied_share,
+            "copied": is_copied_pass(row.passed, row.answer, row.copied_share),
             "roles": row.roles,
             "checks": checks_view(row),
             "changed_files": list(row.changed_files or ()),
