@@ -289,3 +289,51 @@ def test_the_runs_page_shows_cost_as_the_console_does(
         assert "0.000287" in row and "0.0002870" not in row
     finally:
         server.stop()
+
+
+CRASH_OR_ECHO = """
+def pick(items):
+    return items[3]
+
+
+def run_task(task, options):
+    if "crash" in task:
+        return pick([1])
+    return {"answer": task + " " + task + " 4000", "steps": 1, "tokens": 5}
+"""
+
+
+def test_the_attempt_page_shows_a_traceback_and_a_copied_pass(
+    page: Any, tmp_path: Path, agent_eval: Any
+) -> None:
+    tasks = [
+        {"id": "t-crash", "category": "c", "task": "crash now", "expect_in_answer": ["4000"]},
+        {"id": "t-echo", "category": "c", "expect_in_answer": ["4000"],
+         "task": "Which port does the model gateway listen on? Answer with the number."},
+    ]  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps({"name": "v", "version": "1.0.0", "tasks": tasks}))
+    (tmp_path / "my_agent.py").write_text(CRASH_OR_ECHO, encoding="utf-8")
+    done = agent_eval("run", "--agent", "my_agent.py", "--tasks", "s.json", "--out", "r.json",
+                      "--allow-empty-workspace", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    server = open_viewer([tmp_path / "r.json"]).start()
+    try:
+        page.goto(server.root_url + "/")
+        page.locator("#runs tr", has_text="r.json").locator("a").first.click()
+        page.wait_for_selector("#grid")
+        assert "copied passes" in page.inner_text("#summary")
+        assert "1 of 1 passes mostly copy" in page.inner_text("#copied")
+        page.locator("#grid tr[data-task='t-crash'] a.cell").first.click()
+        page.wait_for_selector("#traceback")  # an attempt with an error renders
+        assert "error: run_task raised IndexError" in page.inner_text("body")
+        assert page.inner_text("#traceback").splitlines() == [
+            "my_agent.py:8 in run_task", "    return pick([1])",
+            "my_agent.py:3 in pick", "    return items[3]",
+        ]  # fmt: skip
+        page.go_back()
+        page.wait_for_selector("#grid")
+        page.locator("#grid tr[data-task='t-echo'] a.cell").first.click()
+        page.wait_for_selector("p#copied")
+        assert "copied: 0.96 of this answer" in page.inner_text("p#copied")  # 24 of 25 words
+    finally:
+        server.stop()

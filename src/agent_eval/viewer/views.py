@@ -209,7 +209,8 @@ class Views:
             "completion_tokens": row.completion_tokens,
             "seconds": row.seconds,
             "stopped": row.stopped,
-            "error": row.error,
+            # not "error": the page reads that key of any reply as the request's failure
+            "attempt_error": row.error,
             "traceback": [f.model_dump() for f in row.traceback or ()],
             "copied_share": row.copied_share,
             "copied": is_copied_pass(row.passed, row.answer, row.copied_share),

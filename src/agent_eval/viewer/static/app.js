@@ -306,7 +306,7 @@ async function attemptPage([id, index], params) {
     a.went_wrong ? el("p", { id: "went-wrong" }, "Went wrong at ", link(a.went_wrong.label || `record ${a.went_wrong.step + 1}`, "attempt", id, String(index), { step: String(a.went_wrong.step + 1) }), `: ${a.went_wrong.why}`) : null,
     a.copied ? el("p", { className: "problem", id: "copied" }, `copied: ${num(a.copied_share, 2)} of this answer copies the task or the documents word for word; it passed the checks, but look before trusting it`) : null,
     a.failure ? el("p", { className: "problem" }, a.failure) : null,
-    a.error ? el("p", { className: "problem" }, `error: ${a.error}`) : null,
+    a.attempt_error ? el("p", { className: "problem" }, `error: ${a.attempt_error}`) : null,
     a.traceback && a.traceback.length ? [el("h2", {}, "Traceback (the agent's own files)"),
       el("pre", { id: "traceback" }, a.traceback.map((f) => `${f.file}:${f.line} in ${f.function}\n    ${f.code}`).join("\n"))] : null,
     el("p", {}, "other attempts: ", others),
