@@ -51,7 +51,7 @@ def test_report_cluster_group_one_group_against_many(
     assert plain["cluster"] == {"by": "none", "clusters": 6}
     assert plain["task_se"] == pytest.approx(stats.mean_estimate(rates).se)
     text = agent_eval("report", one, "--cluster", "group")[1]
-    row = next(line for line in text.splitlines() if "mean over tasks" in line)
+    row = next(line for line in text.splitlines() if "│ mean over tasks" in line)
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     assert cells[:3] == ["mean over tasks", "0.583", "cannot be estimated"]
     single = json.loads(agent_eval("report", one, "--cluster", "group", "--format", "json")[1])
@@ -60,7 +60,8 @@ def test_report_cluster_group_one_group_against_many(
     assert single["summary"]["not_estimable"]["task_ci95"] == (
         "one cluster; a cluster-robust spread needs 2 or more"
     )
-    assert "verified success 0.58;" in text  # the clustered mean, without an interval
+    # the clustered mean, without an interval
+    assert "success 0.583 (mean over tasks clustered by group);" in text
     by_category = json.loads(
         agent_eval("report", one, "--cluster", "category", "--format", "json")[1]
     )["summary"]

@@ -116,3 +116,15 @@ def test_the_viewers_attempt_page_has_the_whole_traceback(agent_eval: Cli, tmp_p
         ("run_task", RUN_TASK_LINE),
         ("pick", PICK_LINE),
     ]
+
+
+def test_a_cmd_agent_has_no_harness_frames_for_a_traceback(agent_eval: Cli, tmp_path: Path) -> None:
+    suite(tmp_path)
+    (tmp_path / "dies.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    args = ["run", "--agent", "cmd:python3 dies.py", "--tasks", "suite.json", "--out", "r.json"]
+    done = agent_eval(*args, "--allow-empty-workspace", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    found = rows(tmp_path)
+    assert {row["failure_class"] for row in found.values()} == {"agent_error"}
+    assert {json.dumps(row["traceback"]) for row in found.values()} == {"null"}
+    assert "        at " not in done.stdout

@@ -77,7 +77,8 @@ def test_final_figures_just_under_and_just_over(
     }
     report = cli("report", "under.json", cwd=tmp_path)
     assert report.stdout.splitlines()[2] == (
-        "verified success 1.00 [0.21, 1.00] at ≤ 6 steps, ≤ 0.002 cost per task, read-only tools"
+        "success 1.000 [0.207, 1.000] (success rate, Wilson interval) at ≤ 6 steps, "
+        "≤ 0.002 cost per task, read-only tools"
     )
     rescored = cli("rescore", "over.json", "--tasks", "suite.json", cwd=tmp_path)
     assert rescored.returncode == 2  # the recorded budget still holds on a rescore

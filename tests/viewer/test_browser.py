@@ -269,3 +269,71 @@ def test_the_exported_site_opens_from_disk(page: Any, served: Any, tmp_path: Pat
     page.locator("#per-task tr[data-task='t-flip'] a", has_text="side by side").click()
     settle(page)
     page.wait_for_selector("#first-divergence")
+
+
+def test_the_runs_page_shows_cost_as_the_console_does(
+    page: Any, tmp_path: Path, agent_eval: Any, make_run: Any
+) -> None:
+    make_run(tmp_path / "first", "a", repeats=1)  # writes the toy agent and its suite there
+    tmp_path = tmp_path / "first"
+    price = "7.175233333333333"  # 40 tokens a task: 0.00028700933333333334 per task
+    done = agent_eval("run", "--agent", "agent.py", "--tasks", "suite.json", "--option",
+                      "mode=a", "--cost-per-million", price, "--out", "r.json",
+                      "--allow-empty-workspace", cwd=tmp_path)  # fmt: skip
+    assert "cost per task 0.000287  (" in done.stdout
+    server = open_viewer([tmp_path]).start()
+    try:
+        page.goto(server.root_url + "/")
+        page.wait_for_selector("#runs")
+        row = page.locator("#runs tr", has_text="r.json").inner_text()
+        assert "0.000287" in row and "0.0002870" not in row
+    finally:
+        server.stop()
+
+
+CRASH_OR_ECHO = """
+def pick(items):
+    return items[3]
+
+
+def run_task(task, options):
+    if "crash" in task:
+        return pick([1])
+    return {"answer": task + " " + task + " 4000", "steps": 1, "tokens": 5}
+"""
+
+
+def test_the_attempt_page_shows_a_traceback_and_a_copied_pass(
+    page: Any, tmp_path: Path, agent_eval: Any
+) -> None:
+    tasks = [
+        {"id": "t-crash", "category": "c", "task": "crash now", "expect_in_answer": ["4000"]},
+        {"id": "t-echo", "category": "c", "expect_in_answer": ["4000"],
+         "task": "Which port does the model gateway listen on? Answer with the number."},
+    ]  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps({"name": "v", "version": "1.0.0", "tasks": tasks}))
+    (tmp_path / "my_agent.py").write_text(CRASH_OR_ECHO, encoding="utf-8")
+    done = agent_eval("run", "--agent", "my_agent.py", "--tasks", "s.json", "--out", "r.json",
+                      "--allow-empty-workspace", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    server = open_viewer([tmp_path / "r.json"]).start()
+    try:
+        page.goto(server.root_url + "/")
+        page.locator("#runs tr", has_text="r.json").locator("a").first.click()
+        page.wait_for_selector("#grid")
+        assert "copied passes" in page.inner_text("#summary")
+        assert "1 of 1 passes mostly copy" in page.inner_text("#copied")
+        page.locator("#grid tr[data-task='t-crash'] a.cell").first.click()
+        page.wait_for_selector("#traceback")  # an attempt with an error renders
+        assert "error: run_task raised IndexError" in page.inner_text("body")
+        assert page.inner_text("#traceback").splitlines() == [
+            "my_agent.py:8 in run_task", "    return pick([1])",
+            "my_agent.py:3 in pick", "    return items[3]",
+        ]  # fmt: skip
+        page.go_back()
+        page.wait_for_selector("#grid")
+        page.locator("#grid tr[data-task='t-echo'] a.cell").first.click()
+        page.wait_for_selector("p#copied")
+        assert "copied: 0.96 of this answer" in page.inner_text("p#copied")  # 24 of 25 words
+    finally:
+        server.stop()

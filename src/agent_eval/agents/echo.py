@@ -13,38 +13,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-RUN_WORDS = 8
-"""Consecutive words shared with the instructions that count as copied."""
+from agent_eval.score.copied import RUN_WORDS, covered_words, word_runs, words
+
 LONG_COPY = 16
 """Copied words that make a reply an echo however long the rest of it is."""
-_WORD = re.compile(r"\w+")
 _QUOTED = re.compile(r'"[^"\n]*"')
 
 
 def copied_words(reply: str, instructions: Iterable[str]) -> int:
     """How many words of ``reply`` lie in a run of RUN_WORDS words copied from
     ``instructions``, ignoring case and punctuation."""
-    words = _WORD.findall(reply.lower())
-    if len(words) < RUN_WORDS:
+    found = words(reply)
+    if len(found) < RUN_WORDS:
         return 0
-    runs: set[tuple[str, ...]] = set()
-    for text in instructions:
-        for part in _QUOTED.split(text.lower()):
-            source = _WORD.findall(part)
-            runs.update(
-                tuple(source[i : i + RUN_WORDS]) for i in range(len(source) - RUN_WORDS + 1)
-            )
-    covered = [False] * len(words)
-    for start in range(len(words) - RUN_WORDS + 1):
-        if tuple(words[start : start + RUN_WORDS]) in runs:
-            covered[start : start + RUN_WORDS] = [True] * RUN_WORDS
-    return sum(covered)
+    parts = [part for text in instructions for part in _QUOTED.split(text.lower())]
+    return covered_words(found, word_runs(parts))
 
 
 def echoed_words(reply: str, instructions: Iterable[str]) -> int:
     """The words ``reply`` copied when it is mostly, or at length, a copy of the
     instructions; 0 when it is an answer of its own."""
     copied = copied_words(reply, instructions)
-    if copied >= LONG_COPY or (copied > 0 and 2 * copied >= len(_WORD.findall(reply))):
+    if copied >= LONG_COPY or (copied > 0 and 2 * copied >= len(words(reply))):
         return copied
     return 0

@@ -132,14 +132,15 @@ def agent_frames(exc: BaseException) -> list[dict[str, Any]]:
 
     The first frame is the harness's own call of run_task and is left out, as are the
     standard library's, installed packages' and agent-eval's (its tools and model client);
-    the shipped agents' own files count as an agent's. When no frame is left (an agent
-    that is an installed package), the innermost frame outside the standard library is
-    kept, so there is always a place to look.
+    the shipped agents' own files count as an agent's (but not the adapter that runs a
+    ``cmd:`` agent's process, whose own traceback is in its stderr log). When no frame is
+    left and the agent is an installed package, its innermost frame is kept, so there is
+    a place to look; otherwise the list is empty.
     """
     frames = traceback.extract_tb(exc.__traceback__)[1:]
     own = [frame for frame in frames if _kind(frame.filename) == "agent"]
     if not own:
-        own = [frame for frame in frames if _kind(frame.filename) != "stdlib"][-1:]
+        own = [frame for frame in frames if _kind(frame.filename) == "installed"][-1:]
     here = Path.cwd()
     return [
         {
@@ -159,14 +160,17 @@ _INSTALLED = tuple({Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib"
 
 
 def _kind(filename: str) -> str:
-    """``agent``, ``library`` (installed packages and agent-eval's own) or ``stdlib``."""
+    """``agent``, ``harness`` (agent-eval's own), ``installed`` (other packages) or
+    ``stdlib``."""
     if filename.startswith("<"):  # <frozen ...> is Python's own; <string> is exec'd code
         return "stdlib" if filename.startswith("<frozen") else "agent"
     path = Path(filename).resolve()
-    if path.is_relative_to(_PACKAGE / "agents"):
+    if path.is_relative_to(_PACKAGE / "agents") and path.name != "command_agent.py":
         return "agent"
-    if path.is_relative_to(_PACKAGE) or any(path.is_relative_to(p) for p in _INSTALLED):
-        return "library"
+    if path.is_relative_to(_PACKAGE):
+        return "harness"
+    if any(path.is_relative_to(p) for p in _INSTALLED):
+        return "installed"
     if any(path.is_relative_to(p) for p in _STDLIB):
         return "stdlib"
     return "agent"

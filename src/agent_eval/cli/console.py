@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.results import AttemptResult, describe_failure
+from agent_eval.score.copied import AT_LENGTH, MOSTLY
 
 
 def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
@@ -55,9 +56,12 @@ NO_PRICE = "cost not computed: pass --cost-per-million from Part 23's cost-model
 """The course's line for a run without a price, word for word."""
 
 
-def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> list[str]:
+def summary_block(
+    summary: dict[str, Any], prices: dict[str, float | None], copied: list[str] | None = None
+) -> list[str]:
     """The course's lines, character for character (success rate, mean steps, mean
-    tokens, mean seconds, then the cost or how to get it), then agent-eval's own."""
+    tokens, mean seconds, then the cost or how to get it), then agent-eval's own;
+    ``copied`` names the passes flagged as copied (task r1, ...)."""
     if not summary["runs"]:
         return ["no attempts ran"]
     lines = [
@@ -84,7 +88,7 @@ def summary_block(summary: dict[str, Any], prices: dict[str, float | None]) -> l
             f"              {summary['cost_unpriced_attempts']} attempt(s) left out: "
             "they did not report prompt and completion tokens"
         )
-    return lines + _reliability(summary)
+    return lines + _reliability(summary) + copied_lines(summary, copied or [])
 
 
 def written(out: Path, trajectories: Path, labbook: Path | None) -> list[str]:
@@ -92,6 +96,18 @@ def written(out: Path, trajectories: Path, labbook: Path | None) -> list[str]:
     are, and the labbook the run was recorded in."""
     lines = ["", f"results written to {out}; trajectories in {trajectories}/"]
     return lines + ([f"recorded in {labbook}"] if labbook is not None else [])
+
+
+def copied_lines(summary: dict[str, Any], names: list[str]) -> list[str]:
+    """The warning for passes made mostly of text copied from the task or documents."""
+    flagged = summary.get("copied_passes") or 0
+    if not flagged:
+        return []
+    which = f": {', '.join(names)}" if names else ""
+    return [
+        f"copied        {flagged} of {summary['passed']} pass(es) mostly copy the task or the "
+        f"documents (copied_share >= {MOSTLY:g}, {AT_LENGTH}+ words){which}"
+    ]
 
 
 def _reliability(summary: dict[str, Any]) -> list[str]:

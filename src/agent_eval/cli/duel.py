@@ -102,7 +102,8 @@ _FLAG = {param.name: param.opts[0] for param in run.params if param.name}
     "--out",
     default="duel.json",
     show_default=True,
-    help="The duel file; the sides' results go beside it (duel-a.json, duel-b.json).",
+    help="The duel file, or a folder for duel.json; the sides' results go beside it "
+    "(duel-a.json, duel-b.json).",
 )
 @click.option("--resume", help="Continue the duel in this file; its flags hold unless given again.")
 @text_or_json
@@ -133,9 +134,12 @@ def duel(**flags: Any) -> int:
                 f"file does not keep; give --{side} again"
             )
     shared = {**flags, "repeats": 1, "out": None, "resume": None}
+    out = Path(flags["out"])
+    if flags["out"].endswith("/") or out.is_dir():  # a folder: the duel goes inside it
+        out = out / "duel.json"
     config = DuelConfig(
         sides={side: run_config(_side_flags(side, spec, shared)) for side, spec in specs.items()},
-        out=Path(flags["out"]),
+        out=out,
         settings=_recordable(flags),
         alpha=flags["alpha"],
         margin=flags["margin"],
@@ -186,7 +190,7 @@ def duel(**flags: Any) -> int:
     if flags["fmt"] == "json":
         click.echo(json.dumps(record.summary(), indent=2))
     else:
-        for line in _verdict(record):
+        for line in _verdict(record, config.out):
             click.echo(line)
     click.echo(f"duel written to {config.out}", err=True)
     return EXIT_OK if record.decision != "undecided" else EXIT_FAILED
@@ -298,7 +302,7 @@ VERDICTS = {
 }
 
 
-def _verdict(record: Any) -> list[str]:
+def _verdict(record: Any, out: Path) -> list[str]:
     """The closing block of a text duel."""
     lo, hi = record.interval
     why = {
@@ -335,5 +339,7 @@ def _verdict(record: Any) -> list[str]:
             else "cannot be planned from these rounds"
         )
     )
-    lines.append(f"results       {record.results['a']} (A), {record.results['b']} (B)")
+    # Where the sides' files are, as a user would open them: beside the duel file.
+    a, b = (out.parent / record.results[side] for side in ("a", "b"))
+    lines.append(f"results       {a} (A), {b} (B)")
     return lines

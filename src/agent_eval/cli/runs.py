@@ -268,6 +268,7 @@ def run(**flags: Any) -> int:
         written,
     )
     from agent_eval.run.runner import execute, prepare
+    from agent_eval.score.copied import is_copied_pass
 
     config = run_config(recorded_defaults(flags))
     debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
@@ -287,10 +288,13 @@ def run(**flags: Any) -> int:
     click.echo(prepared.workspace_note, err=True)
     note_commands(prepared.loaded, command_checks(prepared.tasks))
     width = id_width([task.id for task in prepared.tasks])
+    copied: list[str] = []
     with progress_bar(prepared.attempts, "attempts") as bar:
 
         def on_attempt(row: Any) -> None:
             click.echo(attempt_line(row, width))
+            if is_copied_pass(row.passed, row.answer, row.copied_share):
+                copied.append(f"{row.id} r{row.attempt}")
             for line in crash_lines(row, every=debug):
                 click.echo(line)
             if flags["verbose"]:
@@ -314,7 +318,7 @@ def run(**flags: Any) -> int:
     if report.resumed:
         click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
     click.echo("")
-    for line in summary_block(report.summary.model_dump(), config.prices.as_dict()):
+    for line in summary_block(report.summary.model_dump(), config.prices.as_dict(), copied):
         click.echo(line)
     if config.out is not None:
         recorded = config.labbook if not report.interrupted else None

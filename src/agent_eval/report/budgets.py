@@ -1,5 +1,6 @@
-"""The headline every report opens with: verified success next to the budgets it was
-earned under (steps, tokens, time, cost) and the authority granted (tools, writes)."""
+"""The headline every report opens with: the run's success, one figure with one interval
+and the name of both, next to the budgets it was earned under (steps, tokens, time, cost)
+and the authority granted (tools, writes)."""
 
 from __future__ import annotations
 
@@ -34,26 +35,41 @@ def budget_terms(budgets: dict[str, Any]) -> tuple[list[str], str]:
     return [term for term in terms if term], authority
 
 
-def verified_success(summary: dict[str, Any]) -> tuple[float | None, list[float] | None]:
+def headline_success(summary: dict[str, Any]) -> tuple[float | None, list[float] | None]:
     """The success figure a headline gives: the attempt rate with its Wilson interval
     when each task ran once and tasks are not clustered, else the mean over tasks with
     its (cluster-robust) interval."""
-    clustered = summary.get("cluster", {}).get("by", "none") != "none"
-    if summary["attempts"] == summary["tasks"] and not clustered:
+    if _uses_attempt_rate(summary):
         return summary["success_rate"], summary["wilson95"]
     return summary["task_mean"], summary["task_ci95"]
 
 
+def _uses_attempt_rate(summary: dict[str, Any]) -> bool:
+    clustered = summary.get("cluster", {}).get("by", "none") != "none"
+    return bool(summary["attempts"] == summary["tasks"] and not clustered)
+
+
+def headline_figure_name(summary: dict[str, Any]) -> str:
+    """Which figure of the Success table the headline gives, and its interval's kind."""
+    if _uses_attempt_rate(summary):
+        return "success rate, Wilson interval"
+    by = summary.get("cluster", {}).get("by", "none")
+    name = "mean over tasks" + ("" if by == "none" else f" clustered by {by}")
+    return name + (", t-interval" if summary.get("task_ci95") is not None else "")
+
+
 def headline(summary: dict[str, Any]) -> str:
-    """'verified success 0.73 [0.61, 0.83] at ≤ 6 steps, ≤ 0.002 cost per task, read-only
-    tools'."""
-    value, interval = verified_success(summary)
-    figure = "-" if value is None else f"{value:.2f}"
+    """'success 0.733 [0.610, 0.830] (mean over tasks, t-interval) at ≤ 6 steps, ≤ 0.002
+    cost per task, read-only tools': the same figure and interval, to the same digits,
+    as its row of the Success table."""
+    value, interval = headline_success(summary)
+    figure = "-" if value is None else f"{value:.3f}"
     if interval is not None:
-        figure += f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+        figure += f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+    figure += f" ({headline_figure_name(summary)})"
     budgets = summary.get("budgets")
     if not budgets:
-        return f"verified success {figure}; budgets not recorded (an older results file)"
+        return f"success {figure}; budgets not recorded (an older results file)"
     limits, authority = budget_terms(budgets)
     stated = f"at {', '.join(limits)}" if limits else "with no step, token, time or cost limit"
-    return f"verified success {figure} {stated}, {authority}"
+    return f"success {figure} {stated}, {authority}"

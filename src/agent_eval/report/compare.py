@@ -19,6 +19,7 @@ from agent_eval.report.text import short_hash
 from agent_eval.results import RunResults, TaskOutcome
 from agent_eval.score import planning, stats
 from agent_eval.score.clusters import clustered_mean, clustered_t_p, effective_variance
+from agent_eval.score.copied import is_copied_pass
 from agent_eval.score.permutation import PermutationTest, permutation_test
 
 
@@ -169,8 +170,40 @@ def compare_runs(
         "per_task": [_task_change(tasks_a[t], tasks_b[t]) for t in shared],
         "not_estimable": _not_estimable(paired, plan),
     }
+    result["copied"] = _copied(tasks_a, tasks_b, shared, d.mean)
     result["verdict"] = verdict(result)
     return result
+
+
+def _copied(
+    tasks_a: dict[str, TaskOutcome],
+    tasks_b: dict[str, TaskOutcome],
+    shared: list[str],
+    difference: float | None,
+) -> dict[str, Any]:
+    """The passes flagged as copied on each side (score.copied), and the difference and
+    permutation p with them counted as failures: whether the flagged passes move it."""
+
+    def flagged(task: TaskOutcome) -> int:
+        return sum(is_copied_pass(r.passed, r.answer, r.copied_share) for r in task.rows)
+
+    counts = {t: (flagged(tasks_a[t]), flagged(tasks_b[t])) for t in shared}
+    pairs = [
+        (tasks_a[t].attempts, tasks_a[t].passes - counts[t][0],
+         tasks_b[t].attempts, tasks_b[t].passes - counts[t][1])
+        for t in shared
+    ]  # fmt: skip
+    without = stats.paired_comparison(pairs, 0.95).difference.mean
+    moves = (
+        difference is not None and without is not None and round(without, 3) != round(difference, 3)
+    )
+    return {
+        "a": sum(a for a, _ in counts.values()),
+        "b": sum(b for _, b in counts.values()),
+        "difference_without": without,
+        "p_fixed_suite_without": permutation_test(pairs).p_value,
+        "moves_difference": moves,
+    }
 
 
 def _not_estimable(paired: stats.PairedComparison, plan: planning.Plan) -> dict[str, str]:
@@ -287,4 +320,32 @@ def verdict(r: dict[str, Any]) -> str:
     warning = (
         " The suites differ: only the shared task ids were paired." if r["suite_changed"] else ""
     )
-    return f"{head}. {claim_b} {claim_a} {_planning_sentence(r)}{warning}"
+    copied = r.get("copied") or {}
+    if copied.get("moves_difference"):
+        warning = (
+            f" {copied['a']} of A's and {copied['b']} of B's passes mostly copy the task or "
+            f"the documents (copied_share); counted as failures, the difference is "
+            f"{copied['difference_without']:+.3f} ({r['fixed_suite_test']}, p "
+            f"{p_words(copied['p_fixed_suite_without'])}), so look at those attempts before "
+            "trusting the difference." + warning
+        )
+    both = ""
+    if fixed_ok and r["p_population"] is not None and not pop_ok:
+        both = " " + _reconcile(r)
+    return f"{head}. {claim_b} {claim_a}{both} {_planning_sentence(r)}{warning}"
+
+
+def _reconcile(r: dict[str, Any]) -> str:
+    """Why the permutation test can be sure while the interval still holds 0: the two
+    answer different questions (docs/statistics.md)."""
+    holds_zero = r["ci95"] is not None and r["ci95"][0] <= 0 <= r["ci95"][1]
+    spread = (
+        "the 95% interval generalises over tasks, and it includes 0"
+        if holds_zero
+        else f"the paired t test (p {p_words(r['p_population'])}) generalises over tasks"
+    )
+    return (
+        f"The two claims do not conflict: the permutation test is conditional on these "
+        f"{r['tasks']} tasks (would re-running them keep the difference?), while {spread} "
+        "because other tasks like these could differ the other way."
+    )

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from agent_eval.report import plots
-from agent_eval.report.text import figure_rows, fmt, fmt_sig, shown_k_note
+from agent_eval.report.text import copied_line, figure_rows, fmt, fmt_sig, shown_k_note
 from agent_eval.results import Attempt, RunResults, TaskOutcome
 from agent_eval.results.summary import UNKNOWN_CLASS
 
@@ -230,6 +230,9 @@ def render_html(results: RunResults, report: dict[str, Any]) -> str:
             "<h2>Figures</h2>",
             _figures(s),
             f"<p>Unstable tasks: {unstable}</p>",
+            f'<p class="warn" id="copied">{escape(copied_line(s))}</p>'
+            if s["copied_passes"]
+            else "",
             "<h2>Failure classes</h2>",
             classes,
             "<h2>Plots</h2>",

@@ -43,6 +43,8 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
                        ("suite_hash", run.suite_hash), ("run_id", run.run_id)):  # fmt: skip
         ET.SubElement(properties, "property", {"name": key, "value": str(value)})
     ET.SubElement(properties, "property", {"name": "success_rate", "value": f"{s['success_rate']}"})
+    copied = s["copied_passes"]
+    ET.SubElement(properties, "property", {"name": "copied_passes", "value": str(len(copied))})
     for task in tasks:
         case = ET.SubElement(
             suite,
@@ -65,6 +67,12 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
                 },
             )
             failure.text = _checks_text(task)
+        flagged = [c for c in copied if c["task_id"] == task.task_id]
+        if flagged:  # a pass the checks count, flagged for a person to look at
+            out = ET.SubElement(case, "system-out")
+            out.text = "copied: " + ", ".join(
+                f"r{c['attempt']} copied_share {c['copied_share']:.2f}" for c in flagged
+            )
     ET.indent(suite)
     body = ET.tostring(suite, encoding="unicode")
     return f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n'

@@ -5,7 +5,14 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from agent_eval.report.text import citation_line, figure_rows, fmt, fmt_sig, shown_k_note
+from agent_eval.report.text import (
+    citation_line,
+    copied_line,
+    figure_rows,
+    fmt,
+    fmt_sig,
+    shown_k_note,
+)
 
 
 def _cell(text: object) -> str:
@@ -50,6 +57,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     if s["cited_attempts"] or s["bad_citation_attempts"]:
         lines.append("- " + citation_line(s))
+    if s["copied_passes"]:
+        lines.append("- " + _cell(copied_line(s)))
     if s["unstable_tasks"]:
         lines.append("- unstable tasks: " + ", ".join(f"`{t}`" for t in s["unstable_tasks"]))
     lines.append(

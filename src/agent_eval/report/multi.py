@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.report.budgets import verified_success
+from agent_eval.report.budgets import headline_success
 from agent_eval.report.compare import compare_runs
 from agent_eval.report.four import run_figures
 from agent_eval.report.summary import summarise_run
@@ -31,7 +31,7 @@ def _names(results: RunResults) -> dict[str, str]:
 def configuration_row(results: RunResults, cluster: str = "none") -> dict[str, Any]:
     """One configuration's row: what it was, its success with interval, the four numbers."""
     summary = summarise_run(results, cluster)["summary"]
-    value, interval = verified_success(summary)
+    value, interval = headline_success(summary)
     run = results.run
     return {
         **_names(results),

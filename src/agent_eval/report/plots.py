@@ -164,7 +164,7 @@ def success_per_configuration(rows: list[dict[str, Any]]) -> str:
     axes.set_yticks(range(len(rows)), [row["name"] for row in rows])
     axes.set_xlim(0, 1.25)
     axes.set_ylim(-0.6, max(len(rows), 1) - 0.4)
-    axes.set_xlabel("verified success (95% interval)")
+    axes.set_xlabel("success (95% interval)")
     axes.invert_yaxis()
     return to_svg(figure, "success-per-configuration")
 
@@ -178,6 +178,6 @@ def tokens_against_success_per_configuration(rows: list[dict[str, Any]]) -> str:
         axes.annotate(row["name"], (row["mean_tokens"] or 0.0, row["success"] or 0.0),
                       xytext=(5, 4), textcoords="offset points", fontsize=8)  # fmt: skip
     axes.set_xlabel("mean tokens per attempt")
-    axes.set_ylabel("verified success")
+    axes.set_ylabel("success")
     axes.set_ylim(-0.08, 1.08)
     return to_svg(figure, "tokens-against-success-per-configuration")

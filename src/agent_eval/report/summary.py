@@ -14,6 +14,7 @@ from agent_eval.results.rows import CHECK_FIELDS
 from agent_eval.results.summary import UNKNOWN_CLASS
 from agent_eval.score import stats
 from agent_eval.score.clusters import cluster_labels, clustered_mean
+from agent_eval.score.copied import is_copied_pass
 from agent_eval.score.pass_k import pass_hat_k
 
 RUN_KEYS = (
@@ -173,6 +174,11 @@ def summarise_run(results: RunResults, cluster: str = "none") -> dict[str, Any]:
         "cost": ({**cost, "prices": results.prices} if priced else None),
         "not_estimable": _not_estimable(task_est, at, hat, split),
         "budgets": run.budgets.model_dump(mode="json") if run.budgets else None,
+        "copied_passes": [
+            {"task_id": r.id, "attempt": r.attempt, "copied_share": r.copied_share}
+            for r in rows
+            if is_copied_pass(r.passed, r.answer, r.copied_share)
+        ],
         "cited_attempts": sum(1 for r in rows if r.citations),
         "bad_citation_attempts": sum(1 for r in rows if r.checks[_BAD_CITATIONS]),
     }

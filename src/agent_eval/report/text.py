@@ -10,6 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from agent_eval.score.copied import AT_LENGTH, MOSTLY
+
 
 def fmt(value: float | None, digits: int = 3) -> str:
     """A figure for people; '-' where it is undefined."""
@@ -212,7 +214,20 @@ def _success_lines(s: dict[str, Any]) -> list[str]:
     ]
     if s["cited_attempts"] or s["bad_citation_attempts"]:
         lines.append(citation_line(s))
+    if s["copied_passes"]:
+        lines.append(copied_line(s))
     return lines
+
+
+def copied_line(s: dict[str, Any]) -> str:
+    """The passes made mostly of text copied from the task or documents, named."""
+    flagged = s["copied_passes"]
+    names = ", ".join(f"{c['task_id']} r{c['attempt']} ({c['copied_share']:.2f})" for c in flagged)
+    return (
+        f"copied passes  {len(flagged)} of {s['passed']} passes mostly copy the task or the "
+        f"documents (copied_share >= {MOSTLY:g}, {AT_LENGTH}+ words; the checks still count "
+        f"them): {names}"
+    )
 
 
 def citation_line(s: dict[str, Any]) -> str:

@@ -167,6 +167,9 @@ class Summary(Record):
     """Population stdev of seconds, when a course-harness file carries it."""
     failure_classes: dict[str, int] | None = None
     """Attempts per failure class."""
+    copied_passes: int | None = None
+    """Passes made mostly of text copied from the task or the documents
+    (score.copied.is_copied_pass); a warning, the checks still decide."""
     usable_success_rate: float | None = None
     """passed / every attempt, to 3 decimals."""
     model_success_rate: float | None = None

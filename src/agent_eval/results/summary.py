@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from agent_eval.results.records import Summary, TaskSummary
 from agent_eval.results.rows import Attempt
+from agent_eval.score.copied import is_copied_pass
 from agent_eval.score.pass_k import pass_hat_k
 
 UNKNOWN_CLASS = "unknown"
@@ -49,6 +50,10 @@ class Row(Protocol):
     def failure(self) -> str | None: ...
     @property
     def checks(self) -> Any: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def copied_share(self) -> float | None: ...
 
 
 class Tally:
@@ -61,6 +66,7 @@ class Tally:
     def __init__(self, prices: dict[str, float | None] | None = None) -> None:
         self.prices = prices or {}
         self.runs = self.passed = self.infra = self.retried = self.first_try = 0
+        self.copied = 0
         self.steps = self.steps_sq = self.tokens = self.tokens_sq = 0
         self.millis = 0  # rows keep seconds to 3 decimals, so milliseconds sum exactly
         self.classes: Counter[str] = Counter()
@@ -85,6 +91,8 @@ class Tally:
             self.retried += 1
         elif passed:
             self.first_try += 1
+        if passed and row.copied_share is not None:
+            self.copied += is_copied_pass(passed, row.answer, row.copied_share)
         prompt, completion = row.prompt_tokens, row.completion_tokens
         if prompt is None or completion is None:
             self.unsplit += 1
@@ -132,6 +140,7 @@ class Tally:
             exact.update(stdev_steps=stdev_steps, stdev_tokens=stdev_tokens)
             figures.update(stdev_steps=round(stdev_steps, 2), stdev_tokens=round(stdev_tokens, 1))
         figures["failure_classes"] = dict(sorted(self.classes.items()))
+        figures["copied_passes"] = self.copied
         figures.update(self._reliability())
         figures.update(self._course_cost(exact))
         figures["exact"] = exact

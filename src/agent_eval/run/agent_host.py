@@ -249,7 +249,8 @@ def _attempt(run_task: RunTask, task: str, options: dict[str, Any], keep: Keep) 
         outage = find_outage(exc)
         if outage is not None:  # ...unless its HTTP client says the endpoint failed
             return ("infra_error", describe_outage(exc, outage), outage.as_infra())
-        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", agent_frames(exc))
+        frames = agent_frames(exc) or None
+        return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", frames)
     if not isinstance(raw, dict):
         return ("reply", raw, None)
     fields = {key: raw[key] for key in keep.reply_keys if key in raw}

@@ -20,6 +20,7 @@ from agent_eval.run.worker import Outcome
 from agent_eval.run.workspace import fresh_workspace
 from agent_eval.score.checks import classify, score_attempt, tools_used
 from agent_eval.score.citations import judge_citations, read_cited
+from agent_eval.score.copied import copied_share, document_runs
 from agent_eval.score.cost import attempt_cost
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
@@ -51,6 +52,11 @@ class AttemptPlan:
     """--max-cost-per-task: the cost budget of one attempt."""
     proxy: ModelProxy | None = None
     """The model proxy of --record, --replay or --cache: each try gets its own URL."""
+
+    @cached_property
+    def document_runs(self) -> frozenset[int]:
+        """The documents' word runs, for every attempt's copied share; read once."""
+        return document_runs(self.source)
 
     @cached_property
     def trajectory_ref(self) -> Path:
@@ -187,6 +193,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         group=task.group,
         traceback=None if outcome.traceback is None else [Frame(**f) for f in outcome.traceback],
         recording_file=_recording_ref(plan, name, traffic),
+        copied_share=copied_share(reply.answer, task.task, plan.document_runs),
     )
     recording = plan.redact(traffic.text) if traffic is not None and row.recording_file else ""
     return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
@@ -69,6 +69,12 @@ class SweepRun(_Forbid):
     lab: str | None = None
     labbook: str | None = None
     max_test_looks: int = Field(default=3, ge=1)
+
+    @field_validator("only", "task_ids", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: object) -> object:
+        """``only = "retrieval"`` as the course's ``--only retrieval`` says it, or a list."""
+        return [value] if isinstance(value, str) else value
 
 
 class Matrix(_Forbid):

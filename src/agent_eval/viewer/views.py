@@ -17,6 +17,7 @@ from agent_eval.interop import ForeignRun
 from agent_eval.report import compare_runs, summarise_run
 from agent_eval.results import COURSE_TASK_KEYS, RunHead, RunResults
 from agent_eval.results.rows import Attempt
+from agent_eval.score.copied import is_copied_pass
 from agent_eval.viewer.align import align, step_numbers, went_wrong
 from agent_eval.viewer.source import DIFF_LIMIT, Library, RunSource
 
@@ -216,8 +217,11 @@ class Views:
             "completion_tokens": row.completion_tokens,
             "seconds": row.seconds,
             "stopped": row.stopped,
-            "error": row.error,
+            # not "error": the page reads that key of any reply as the request's failure
+            "attempt_error": row.error,
             "traceback": [f.model_dump() for f in row.traceback or ()],
+            "copied_share": row.copied_share,
+            "copied": is_copied_pass(row.passed, row.answer, row.copied_share),
             "roles": row.roles,
             "checks": checks_view(row),
             "changed_files": list(row.changed_files or ()),

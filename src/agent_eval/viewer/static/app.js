@@ -34,6 +34,10 @@ function num(value, digits) {
   if (value === null || value === undefined) return "–";
   return typeof value === "number" && digits !== undefined ? value.toFixed(digits) : String(value);
 }
+// Money as the console prints it: six decimals, never a float's seventeen digits.
+function money(value) {
+  return typeof value === "number" ? value.toFixed(6) : num(value);
+}
 function interval(pair, digits = 3) {
   return Array.isArray(pair) ? `[${num(pair[0], digits)}, ${num(pair[1], digits)}]` : "–";
 }
@@ -126,7 +130,7 @@ async function runsPage() {
       el("td", { className: "num" }, num(run.mean_steps)),
       el("td", { className: "num" }, num(run.mean_tokens)),
       el("td", { className: "num" }, num(run.mean_seconds)),
-      el("td", { className: "num" }, run.cost_per_task === null || run.cost_per_task === undefined ? "not priced" : num(run.cost_per_task)),
+      el("td", { className: "num" }, run.cost_per_task === null || run.cost_per_task === undefined ? "not priced" : money(run.cost_per_task)),
       el("td", { className: "muted" }, run.file, run.problems.length ? ` (${run.problems.length} line(s) skipped)` : ""));
   });
   show(el("h1", {}, `${body.runs.length} run(s)`),
@@ -151,8 +155,10 @@ function summaryBlock(s) {
     line("failure classes", Object.entries(s.failure_classes).map(([c, n]) => [badge(c), ` ${n}  `])),
     line("mean steps, tokens, seconds", `${num(s.mean_steps, 2)}, ${num(s.mean_tokens, 1)}, ${num(s.mean_seconds, 1)} (total tokens ${s.total_tokens})`),
     s.tokens_by_role ? line("tokens by role", Object.entries(s.tokens_by_role).map(([r, n]) => `${r} ${n}`).join(", ")) : null,
-    line("cost", s.cost ? `${num(s.cost.cost_per_task)} per task, ${num(s.cost.cost_total)} in all` : "not computed (no price given to the run)"),
-    s.unstable_tasks.length ? line("unstable tasks", s.unstable_tasks.join(", ")) : null);
+    line("cost", s.cost ? `${money(s.cost.cost_per_task)} per task, ${money(s.cost.cost_total)} in all` : "not computed (no price given to the run)"),
+    s.unstable_tasks.length ? line("unstable tasks", s.unstable_tasks.join(", ")) : null,
+    (s.copied_passes || []).length ? line("copied passes", [el("span", { className: "bad", id: "copied" }, `${s.copied_passes.length} of ${s.passed} passes mostly copy the task or the documents: `),
+      s.copied_passes.map((c) => `${c.task_id} r${c.attempt} (${num(c.copied_share, 2)})`).join(", ")]) : null);
 }
 
 function gridFilters(id, info, params) {
@@ -320,10 +326,11 @@ async function attemptPage([id, index], params) {
       el("td", {}, c.detail || ""))));
   const others = a.others.map((o) => [link(`r${o.attempt}${o.passed ? " ok" : " BAD"}`, "attempt", id, String(o.index)), " "]);
   show(el("h1", {}, `${a.task_id} r${a.attempt} `, badge(a.failure_class)),
-    el("p", { className: "muted" }, `${a.category} · ${a.steps} step(s) · ${a.tokens} tok (${num(a.prompt_tokens)} in / ${num(a.completion_tokens)} out) · ${num(a.seconds, 2)} s · stopped: ${a.stopped}`),
+    el("p", { className: "muted" }, `${a.category} · ${a.steps} step(s) · ${a.tokens} tok (${num(a.prompt_tokens)} in / ${num(a.completion_tokens)} out) · ${num(a.seconds, 2)} s · stopped: ${a.stopped}` + (a.copied_share !== null && a.copied_share !== undefined ? ` · copied share ${num(a.copied_share, 2)}` : "")),
     a.went_wrong ? el("p", { id: "went-wrong" }, "Went wrong at ", link(a.went_wrong.label || `record ${a.went_wrong.step + 1}`, "attempt", id, String(index), { step: String(a.went_wrong.step + 1) }), `: ${a.went_wrong.why}`) : null,
+    a.copied ? el("p", { className: "problem", id: "copied" }, `copied: ${num(a.copied_share, 2)} of this answer copies the task or the documents word for word; it passed the checks, but look before trusting it`) : null,
     a.failure ? el("p", { className: "problem" }, a.failure) : null,
-    a.error ? el("p", { className: "problem" }, `error: ${a.error}`) : null,
+    a.attempt_error ? el("p", { className: "problem" }, `error: ${a.attempt_error}`) : null,
     a.traceback && a.traceback.length ? [el("h2", {}, "Traceback (the agent's own files)"),
       el("pre", { id: "traceback" }, a.traceback.map((f) => `${f.file}:${f.line} in ${f.function}\n    ${f.code}`).join("\n"))] : null,
     el("p", {}, "other attempts: ", others),
