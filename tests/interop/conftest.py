@@ -57,10 +57,12 @@ def arith():
             Sample(id="sum", input="What is 2 plus 3?", target="5"),
             Sample(id="capital", input="What is the capital of France?", target="Paris"),
             Sample(id="eight", input="What is 4 plus 4?", target="8"),
+            Sample(id="loop", input="Keep adding 1 and 1 forever.", target="never"),
         ],
         solver=[use_tools(add()), generate()],
         scorer=includes(),
         epochs=2,
+        message_limit=8,
     )
 '''
 
@@ -72,10 +74,13 @@ INSPECT_SCRIPT = {
         {"task": "2 plus 3", "turn": 1, "reply": {"content": "The answer is 5."}},
         {"task": "capital of France", "reply": {"content": "Paris."}},
         {"task": "4 plus 4", "reply": {"content": "I think it is 9."}},
+        {"task": "forever",
+         "reply": {"tool_calls": [{"name": "add", "arguments": {"x": 1, "y": 1}}]}},
     ],
     "default": {"content": "I cannot answer that."},
 }  # fmt: skip
-"""Inspect's model: sum and capital right, eight wrong, on both epochs."""
+"""Inspect's model: sum and capital right, eight wrong, loop over its message limit, on
+both epochs."""
 
 OUR_SCRIPT = {
     "models": ["mock"],
@@ -98,6 +103,8 @@ SUITE = {
          "expect_in_answer": ["Paris"]},
         {"id": "eight", "category": "math", "task": "What is 4 plus 4?",
          "expect_in_answer": ["8"]},
+        {"id": "loop", "category": "math", "task": "Keep adding 1 and 1 forever.",
+         "expect_in_answer": ["never"]},
     ],
 }  # fmt: skip
 

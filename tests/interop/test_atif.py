@@ -27,10 +27,10 @@ def test_our_run_exports_one_valid_atif_file_per_attempt(
     out = tmp_path / "atif"
     done = cli("export", str(our_run), "--format", "atif", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"6 attempts written to {out} (one ATIF file each)\n"
+    assert done.stdout == f"8 attempts written to {out} (one ATIF file each)\n"
     files = sorted(out.glob("*.json"))
     assert [f.name for f in files] == sorted(
-        f"{task}-r{n}.json" for task in ("sum", "capital", "eight") for n in (1, 2)
+        f"{task}-r{n}.json" for task in ("sum", "capital", "eight", "loop") for n in (1, 2)
     )
     for file in files:
         assert harbor_validator(file) == [], file
@@ -50,7 +50,7 @@ def test_atif_read_back_is_the_same_run(our_run: Path, cli: Cli, tmp_path: Path)
     report = cli("report", str(out), "--format", "json")
     assert report.returncode == 0, report.stderr
     summary = json.loads(report.stdout)["summary"]
-    assert (summary["attempts"], summary["passed"]) == (6, 4)
+    assert (summary["attempts"], summary["passed"]) == (8, 4)
     # The same suite on both sides: compare pairs them without --allow-suite-change.
     paired = cli("compare", str(our_run), str(out), "--format", "json")
     assert paired.returncode == 0, paired.stderr

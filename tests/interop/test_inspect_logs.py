@@ -29,17 +29,18 @@ def test_report_gives_the_accuracy_inspect_reports(inspect_run: InspectRun, cli:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     summary = report["summary"]
-    assert (summary["attempts"], summary["passed"], summary["tasks"]) == (6, 4, 3)
+    assert (summary["attempts"], summary["passed"], summary["tasks"]) == (8, 4, 4)
     assert summary["success_rate"] == pytest.approx(accuracy)
     text = cli("report", str(inspect_run.log))
-    assert "success rate     │ 0.667" in text.stdout
+    assert "success rate     │ 0.500" in text.stdout
 
 
 def test_each_sample_and_epoch_is_an_attempt_with_its_trajectory(inspect_run: InspectRun) -> None:
     run = load_run(inspect_run.log)
     assert isinstance(run, ForeignRun)
     assert [(r.id, r.attempt) for r in run.rows] == [
-        ("sum", 1), ("capital", 1), ("eight", 1), ("sum", 2), ("capital", 2), ("eight", 2),
+        ("sum", 1), ("capital", 1), ("eight", 1), ("loop", 1),
+        ("sum", 2), ("capital", 2), ("eight", 2), ("loop", 2),
     ]  # fmt: skip
     head = read_eval_log(str(inspect_run.log), header_only=True)
     assert (run.run.task_set, run.run.model, run.run.repeats) == ("arith", head.eval.model, 2)
@@ -69,6 +70,16 @@ def test_each_sample_and_epoch_is_an_attempt_with_its_trajectory(inspect_run: In
     assert (score["scorer"], score["value"], score["verdict"]) == ("includes", "C", "passed")
     wrong = run.rows[2]
     assert wrong.error == "scorer includes gave 'I'" and wrong.answer == "I think it is 9."
+    # Inspect stopped the loop at its message limit: over budget, not a wrong answer.
+    looped = run.rows[3]
+    limit = samples[("loop", 1)].limit
+    assert limit is not None and limit.type == "message"
+    assert (looped.passed, looped.failure_class, looped.stopped) == (
+        False, "over_budget", "turn_limit",
+    )  # fmt: skip
+    assert looped.error == "message limit 8 exceeded"
+    stop = run.records(looped)[-2]
+    assert stop == {"type": "stop", "reason": "turn_limit", "detail": "message limit 8 exceeded"}
 
 
 def test_compare_pairs_an_inspect_log_with_an_agent_eval_run(
@@ -82,11 +93,12 @@ def test_compare_pairs_an_inspect_log_with_an_agent_eval_run(
         "sum": ("2/2", "2/2", "same"),
         "capital": ("2/2", "0/2", "worse"),
         "eight": ("0/2", "2/2", "better"),
+        "loop": ("0/2", "0/2", "same"),
     }
     assert result["suite_changed"] is False
     assert result["verdict"]
     text = cli("compare", str(our_run), str(inspect_run.log))
-    assert text.returncode == 0 and re.search(r"tasks paired\s+│ 3 ", text.stdout), text.stdout
+    assert text.returncode == 0 and re.search(r"tasks paired\s+│ 4 ", text.stdout), text.stdout
 
 
 def test_compare_refuses_different_tasks_and_names_them(
@@ -109,14 +121,14 @@ def test_compare_refuses_different_tasks_and_names_them(
     assert allowed.returncode == 0, allowed.stderr
     paired = json.loads(allowed.stdout)
     assert paired["suite_changed"] is True
-    assert [t["task_id"] for t in paired["per_task"]] == ["capital"]
+    assert [t["task_id"] for t in paired["per_task"]] == ["capital", "loop"]
 
 
 def test_multi_run_report_mixes_harnesses(inspect_run: InspectRun, our_run: Path, cli: Cli) -> None:
     done = cli("report", str(our_run), str(inspect_run.log), "--format", "json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    assert [c["attempts"] for c in document["configurations"]] == [6, 6]
+    assert [c["attempts"] for c in document["configurations"]] == [8, 8]
     assert len(document["verdicts"]) == 1
 
 
@@ -126,11 +138,11 @@ def test_export_to_inspect_loads_in_inspects_reader(
     out = tmp_path / "ours.eval"
     done = cli("export", str(our_run), "--format", "inspect", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"6 attempts written to {out} (Inspect AI log)\n"
+    assert done.stdout == f"8 attempts written to {out} (Inspect AI log)\n"
     log = read_eval_log(str(out))  # validates every sample against Inspect's models
     ours = load_run(our_run)
     samples = {(s.id, s.epoch): s for s in log.samples or []}
-    assert len(samples) == len(ours.rows) == 6
+    assert len(samples) == len(ours.rows) == 8
     for row in ours.rows:
         sample = samples[(row.id, row.attempt)]
         score = sample.scores["agent_eval"] if sample.scores else None
@@ -141,7 +153,7 @@ def test_export_to_inspect_loads_in_inspects_reader(
         )  # fmt: skip
         assert sample.messages[0].text == sample.input
     accuracy = log.results.scores[0].metrics["accuracy"].value if log.results else None
-    assert accuracy == pytest.approx(sum(r.passed for r in ours.rows) / 6)
+    assert accuracy == pytest.approx(sum(r.passed for r in ours.rows) / 8)
     back = load_run(out)
     assert sorted((r.id, r.attempt, r.passed, r.tokens, r.steps) for r in back.rows) == sorted(
         (r.id, r.attempt, r.passed, r.tokens, r.steps) for r in ours.rows
@@ -149,7 +161,7 @@ def test_export_to_inspect_loads_in_inspects_reader(
     as_json = tmp_path / "ours.json"
     assert cli("export", str(our_run), "--format", "inspect", "--out", str(as_json)).returncode == 0
     assert read_eval_log(str(as_json)).eval.model == log.eval.model
-    assert len(load_runs(as_json)[0].rows) == 6
+    assert len(load_runs(as_json)[0].rows) == 8
 
 
 def test_inspect_log_round_trips_through_export(
