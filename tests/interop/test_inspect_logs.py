@@ -217,3 +217,28 @@ def test_without_the_extra_the_error_says_how_to_install_it(
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"Error: {target}: ") and f"pip install '{extra}'" in done.stderr
+
+
+def test_history_lists_runs_of_every_harness(
+    inspect_run: InspectRun, our_run: Path, cli: Cli, tmp_path: Path
+) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "arith.eval").write_bytes(inspect_run.log.read_bytes())
+    (folder / "report.json").write_text('{"summary": {}}')  # not a run: left out
+    assert (
+        cli("export", str(our_run), "--format", "atif", "--out", str(folder / "atif")).returncode
+        == 0
+    )
+    done = cli("history", str(folder), str(our_run), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    history = json.loads(done.stdout)
+    listed = sorted((r["scaffold"], r["attempts"], r["passed"]) for r in history["runs"])
+    assert listed == [("minimal", 8, 4), ("minimal", 8, 4), ("use_tools+generate", 8, 4)]
+    assert history["problems"] == []
+    text = cli("history", str(inspect_run.log))
+    assert (
+        text.returncode == 0 and text.stdout.startswith("1 run(s) in ") and "(4/8)" in text.stdout
+    )
+    neither = cli("history")
+    assert neither.returncode == 1 and neither.stderr.startswith("Error: history: give either")

@@ -172,15 +172,27 @@ max_test_looks_option = click.option(
 
 
 @click.command()
-@click.option("--labbook", required=True, help="The JSON-lines file runs appended to.")
+@click.argument("runs", nargs=-1)
+@click.option("--labbook", help="The JSON-lines file runs appended to.")
 @text_or_json
 @max_test_looks_option
-def history(labbook: str, fmt: str, max_test_looks: int) -> int:
+def history(runs: tuple[str, ...], labbook: str | None, fmt: str, max_test_looks: int) -> int:
     """List the runs in a labbook over time, and flag suites changed without a version
-    bump and test splits evaluated too often."""
-    from agent_eval.report import read_history, render_history
+    bump and test splits evaluated too often.
 
-    click.echo(render_history(read_history(labbook), fmt, max_test_looks), nl=False)
+    Instead of --labbook, give RUNS: results files, Inspect AI logs, ATIF folders or
+    Harbor jobs, or folders holding them."""
+    from agent_eval.errors import ConfigError
+    from agent_eval.report import read_history, render_history
+    from agent_eval.report.history import history_of_runs
+
+    if (labbook is None) == (not runs):
+        raise ConfigError(
+            "history: give either --labbook FILE or saved runs (results files, Inspect AI "
+            "logs, ATIF folders), not both and not neither"
+        )
+    document = read_history(labbook) if labbook else history_of_runs(runs)
+    click.echo(render_history(document, fmt, max_test_looks), nl=False)
     return EXIT_OK
 
 
