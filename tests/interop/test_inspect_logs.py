@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
 from inspect_ai.log import read_eval_log
 from tests.interop.conftest import InspectRun
@@ -189,7 +193,8 @@ def test_bad_inputs_get_one_error_line(cli: Cli, tmp_path: Path) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
     done = cli("report", str(folder))
-    assert done.returncode == 1 and done.stderr.startswith(f"Error: {folder}: a folder, not a run")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {folder}: a folder holding no run")
     done = cli("export", str(fake), "--format", "inspect", "--out", str(tmp_path / "x.txt"))
     assert done.returncode == 1 and done.stderr.startswith("Error: ")
 
@@ -236,9 +241,46 @@ def test_history_lists_runs_of_every_harness(
     listed = sorted((r["scaffold"], r["attempts"], r["passed"]) for r in history["runs"])
     assert listed == [("minimal", 8, 4), ("minimal", 8, 4), ("use_tools+generate", 8, 4)]
     assert history["problems"] == []
+    both = cli("report", str(folder), "--format", "json")
+    assert both.returncode == 0, both.stderr
+    assert len(json.loads(both.stdout)["configurations"]) == 2
     text = cli("history", str(inspect_run.log))
     assert (
         text.returncode == 0 and text.stdout.startswith("1 run(s) in ") and "(4/8)" in text.stdout
     )
     neither = cli("history")
     assert neither.returncode == 1 and neither.stderr.startswith("Error: history: give either")
+
+
+def test_inspect_view_serves_an_exported_run(our_run: Path, cli: Cli, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    out = logs / "2026-01-02T03-04-05+00-00_arith_ours.eval"
+    assert cli("export", str(our_run), "--format", "inspect", "--out", str(out)).returncode == 0
+    with socket.socket() as probe:  # Inspect's viewer takes no port 0: find a free one
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inspect = str(Path(sys.executable).parent / "inspect")
+    viewer = subprocess.Popen(
+        [inspect, "view", "start", "--log-dir", str(logs), "--host", "127.0.0.1",
+         "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                listed = httpx.get(f"{base}/api/logs", timeout=10).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "inspect view did not start"
+                time.sleep(0.5)
+        uri = f"file://{out.resolve()}"  # as Inspect names it: a '+' left as it is
+        assert [f["name"] for f in listed["files"]] == [uri]
+        log = httpx.get(f"{base}/api/logs/{quote(uri, safe='')}", timeout=60).json()
+        assert log["status"] == "success" and len(log["samples"]) == 8
+        assert log["results"]["scores"][0]["metrics"]["accuracy"]["value"] == 0.5
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)

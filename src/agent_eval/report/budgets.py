@@ -53,7 +53,8 @@ def headline(summary: dict[str, Any]) -> str:
         figure += f" [{interval[0]:.2f}, {interval[1]:.2f}]"
     budgets = summary.get("budgets")
     if not budgets:
-        return f"verified success {figure}; budgets not recorded (an older results file)"
+        unknown = "an older results file, or another harness's run"
+        return f"verified success {figure}; budgets not recorded ({unknown})"
     limits, authority = budget_terms(budgets)
     stated = f"at {', '.join(limits)}" if limits else "with no step, token, time or cost limit"
     return f"verified success {figure} {stated}, {authority}"

@@ -14,7 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from agent_eval.errors import AgentEvalError
-from agent_eval.interop import foreign_kind, load_runs
+from agent_eval.interop import load_runs, run_paths
 from agent_eval.report.text import fmt, fmt_interval, render_tables, short_hash
 from agent_eval.results import RunHead, read_labbook
 from agent_eval.score import stats
@@ -109,27 +109,12 @@ def history_of_runs(paths: Sequence[str | Path]) -> dict[str, Any]:
     heads: list[RunHead] = []
     problems: list[str] = []
     for given in paths:
-        for path in _run_paths(Path(given)):
+        for path in run_paths(Path(given)):
             try:
                 heads += [run.run for run in load_runs(path)]
             except AgentEvalError as exc:
                 problems.append(str(exc))
     return _history(", ".join(str(p) for p in paths), heads, problems)
-
-
-def _run_paths(path: Path) -> list[Path]:
-    """The path itself, or for a plain folder the runs directly in it."""
-    if not path.is_dir() or foreign_kind(path) is not None:
-        return [path]
-    found = []
-    for child in sorted(path.iterdir()):
-        if foreign_kind(child) is not None:
-            found.append(child)
-        elif child.suffix == ".json" and child.is_file():
-            with child.open("rb") as handle:
-                if b'"run"' in handle.read(4096):  # a results file, not a report or config
-                    found.append(child)
-    return found
 
 
 def _history(source: str, heads: Sequence[RunHead], problems: list[str]) -> dict[str, Any]:
