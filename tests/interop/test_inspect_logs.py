@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -284,3 +285,66 @@ def test_inspect_view_serves_an_exported_run(our_run: Path, cli: Cli, tmp_path: 
     finally:
         viewer.terminate()
         viewer.wait(timeout=30)
+
+
+CRASHING_TASK = '''
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate, use_tools
+from inspect_ai.tool import tool
+
+
+@tool
+def add():
+    async def execute(x: int, y: int) -> int:
+        """Add two numbers.
+
+        Args:
+            x: The first number.
+            y: The second number.
+        """
+        raise RuntimeError("the adding machine broke")
+
+    return execute
+
+
+@task
+def crash():
+    return Task(
+        dataset=[Sample(id="sum", input="What is 2 plus 3?", target="5"),
+                 Sample(id="capital", input="What is the capital of France?", target="Paris")],
+        solver=[use_tools(add()), generate()],
+        scorer=includes(),
+    )
+'''
+
+
+def test_a_sample_error_is_an_agent_error(mock_model: Any, tmp_path: Path, cli: Cli) -> None:
+    from tests.interop.conftest import INSPECT_SCRIPT
+
+    (tmp_path / "task.py").write_text(CRASHING_TASK, encoding="utf-8")
+    server = mock_model(INSPECT_SCRIPT)
+    env = {**os.environ, "MOCK_API_KEY": "not-a-key", "MOCK_BASE_URL": server.base_url}
+    inspect = str(Path(sys.executable).parent / "inspect")
+    done = subprocess.run(
+        [inspect, "eval", "task.py", "--model", "openai-api/mock/mock", "--log-dir", "logs",
+         "--display", "plain", "--no-fail-on-error"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = next((tmp_path / "logs").glob("*.eval"))
+    samples = {s.id: s for s in read_eval_log(str(log)).samples or []}
+    assert samples["sum"].error is not None and samples["capital"].error is None
+    run = load_run(log)
+    rows = {row.id: row for row in run.rows}
+    crashed = rows["sum"]
+    assert (crashed.passed, crashed.failure_class, crashed.stopped) == (
+        False, "agent_error", "agent_error",
+    )  # fmt: skip
+    assert crashed.error is not None and "the adding machine broke" in crashed.error
+    assert rows["capital"].failure_class == "passed"
+    report = cli("report", str(log), "--format", "json")
+    assert json.loads(report.stdout)["summary"]["failure_classes"] == {
+        "passed": 1, "agent_error": 1,
+    }  # fmt: skip

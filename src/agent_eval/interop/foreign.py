@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,14 @@ class ForeignRun(RunResults):
     """Each task's expected outcome as the format records it (Inspect's target); None
     when it records none."""
 
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        return {id(row): position for position, row in enumerate(self.rows)}
+
     def records(self, row: Attempt) -> list[dict[str, Any]]:
-        """The attempt's trajectory records, meta line first."""
-        for position, candidate in enumerate(self.rows):
-            if candidate is row:
-                return list(self.trajectories[position])
-        return []
+        """The attempt's trajectory records, meta line first; none for a row of another run."""
+        position = self._positions.get(id(row))
+        return [] if position is None else list(self.trajectories[position])
 
 
 @dataclass
