@@ -134,3 +134,15 @@ def test_a_harbor_job_folder_loads_with_verdicts_from_the_verifier_reward(
     paired = cli("compare", str(our_run), str(job), "--format", "json")
     assert paired.returncode == 0, paired.stderr
     assert {t["change"] for t in json.loads(paired.stdout)["per_task"]} == {"same"}
+
+
+def test_an_unwritable_out_is_one_error_line(our_run: Path, cli: Cli, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    for fmt, out in (("atif", blocker / "atif"), ("inspect", blocker / "r.eval"),
+                     ("atif", blocker), ("inspect", tmp_path / "r.txt")):  # fmt: skip
+        done = cli("export", str(our_run), "--format", fmt, "--out", str(out))
+        assert done.returncode == 1, (fmt, out, done.stdout)
+        assert (
+            done.stderr.startswith(f"Error: export --out {out}: ") and done.stderr.count("\n") == 1
+        )
