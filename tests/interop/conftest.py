@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -56,10 +57,12 @@ def arith():
             Sample(id="sum", input="What is 2 plus 3?", target="5"),
             Sample(id="capital", input="What is the capital of France?", target="Paris"),
             Sample(id="eight", input="What is 4 plus 4?", target="8"),
+            Sample(id="loop", input="Keep adding 1 and 1 forever.", target="never"),
         ],
         solver=[use_tools(add()), generate()],
         scorer=includes(),
         epochs=2,
+        message_limit=8,
     )
 '''
 
@@ -71,10 +74,13 @@ INSPECT_SCRIPT = {
         {"task": "2 plus 3", "turn": 1, "reply": {"content": "The answer is 5."}},
         {"task": "capital of France", "reply": {"content": "Paris."}},
         {"task": "4 plus 4", "reply": {"content": "I think it is 9."}},
+        {"task": "forever",
+         "reply": {"tool_calls": [{"name": "add", "arguments": {"x": 1, "y": 1}}]}},
     ],
     "default": {"content": "I cannot answer that."},
 }  # fmt: skip
-"""Inspect's model: sum and capital right, eight wrong, on both epochs."""
+"""Inspect's model: sum and capital right, eight wrong, loop over its message limit, on
+both epochs."""
 
 OUR_SCRIPT = {
     "models": ["mock"],
@@ -97,6 +103,8 @@ SUITE = {
          "expect_in_answer": ["Paris"]},
         {"id": "eight", "category": "math", "task": "What is 4 plus 4?",
          "expect_in_answer": ["8"]},
+        {"id": "loop", "category": "math", "task": "Keep adding 1 and 1 forever.",
+         "expect_in_answer": ["never"]},
     ],
 }  # fmt: skip
 
@@ -219,3 +227,41 @@ def _validator_from_wheel(folder: Path) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.TrajectoryValidator
+
+
+def _python_312() -> str | None:
+    """An interpreter Harbor installs on (3.12 or newer): on PATH, or one pyenv keeps."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    on_path = [shutil.which(name) for name in ("python3.13", "python3.12")]
+    kept = sorted((str(p) for p in root.glob("3.1[2-9]*/bin/python")), reverse=True)
+    for candidate in [*(p for p in on_path if p), *kept]:
+        check = "import sys; sys.exit(sys.version_info < (3, 12))"
+        done = subprocess.run([candidate, "-c", check], capture_output=True, timeout=60)
+        if done.returncode == 0:  # a pyenv shim of a version not selected fails here
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def harbor_python(request: pytest.FixtureRequest) -> str:
+    """A Python with the harbor package and the few packages its models import, in a venv
+    kept in pytest's cache; skipped where no Python 3.12 or newer is found."""
+    python = _python_312()
+    if python is None:
+        pytest.skip("Harbor needs Python 3.12 or newer, and none was found")
+    venv = Path(request.config.cache.mkdir("harbor-models-venv"))
+    interpreter = venv / "bin" / "python"
+    ready = venv / ".ready"
+    if not ready.exists():
+        steps = [
+            [python, "-m", "venv", "--clear", str(venv)],
+            [str(interpreter), "-m", "pip", "install", "--quiet", "pydantic>=2.14",
+             "shortuuid", "pyyaml", "toml"],
+            [str(interpreter), "-m", "pip", "install", "--quiet", "--no-deps", "harbor>=0.26"],
+        ]  # fmt: skip
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                pytest.skip(f"Harbor could not be installed: {done.stderr.strip()[-300:]}")
+        ready.touch()
+    return str(interpreter)

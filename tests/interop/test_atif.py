@@ -27,10 +27,10 @@ def test_our_run_exports_one_valid_atif_file_per_attempt(
     out = tmp_path / "atif"
     done = cli("export", str(our_run), "--format", "atif", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"6 attempts written to {out} (one ATIF file each)\n"
+    assert done.stdout == f"8 attempts written to {out} (one ATIF file each)\n"
     files = sorted(out.glob("*.json"))
     assert [f.name for f in files] == sorted(
-        f"{task}-r{n}.json" for task in ("sum", "capital", "eight") for n in (1, 2)
+        f"{task}-r{n}.json" for task in ("sum", "capital", "eight", "loop") for n in (1, 2)
     )
     for file in files:
         assert harbor_validator(file) == [], file
@@ -50,7 +50,7 @@ def test_atif_read_back_is_the_same_run(our_run: Path, cli: Cli, tmp_path: Path)
     report = cli("report", str(out), "--format", "json")
     assert report.returncode == 0, report.stderr
     summary = json.loads(report.stdout)["summary"]
-    assert (summary["attempts"], summary["passed"]) == (6, 4)
+    assert (summary["attempts"], summary["passed"]) == (8, 4)
     # The same suite on both sides: compare pairs them without --allow-suite-change.
     paired = cli("compare", str(our_run), str(out), "--format", "json")
     assert paired.returncode == 0, paired.stderr
@@ -104,3 +104,45 @@ def test_an_atif_file_without_a_verdict_is_refused(cli: Cli, tmp_path: Path) -> 
     }))  # fmt: skip
     done = cli("report", str(plain))
     assert done.returncode == 1 and "records no verdict" in done.stderr
+
+
+def test_a_harbor_job_folder_loads_with_verdicts_from_the_verifier_reward(
+    our_run: Path, cli: Cli, tmp_path: Path, harbor_python: str
+) -> None:
+    atif = tmp_path / "atif"
+    assert cli("export", str(our_run), "--format", "atif", "--out", str(atif)).returncode == 0
+    job = tmp_path / "job-2026-01-02"
+    maker = Path(__file__).with_name("harbor_job.py")
+    made = subprocess.run([harbor_python, str(maker), str(atif), str(job)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "agent_eval" not in (next(job.glob("*/agent/trajectory.json"))).read_text()
+    run = load_run(job)
+    ours = load_run(our_run)
+    assert sorted((r.id, r.attempt, r.passed) for r in run.rows) == sorted(
+        (r.id, r.attempt, r.passed) for r in ours.rows
+    )
+    assert (run.run.scaffold, run.run.model, run.run.task_set) == ("minimal", "mock", job.name)
+    assert {r.seconds for r in run.rows} == {12.0}  # the agent's execution, not the trial's
+    assert {r.prompt_tokens for r in run.rows} == {r.prompt_tokens for r in ours.rows}
+    failed = next(r for r in run.rows if not r.passed)
+    assert failed.failure_class == "wrong_answer" and failed.error == "verifier reward 0"
+    report = cli("report", str(job), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["summary"]["passed"] == 4
+    # Harbor's tasks carry no expected outcome here: compare pairs by task id alone.
+    paired = cli("compare", str(our_run), str(job), "--format", "json")
+    assert paired.returncode == 0, paired.stderr
+    assert {t["change"] for t in json.loads(paired.stdout)["per_task"]} == {"same"}
+
+
+def test_an_unwritable_out_is_one_error_line(our_run: Path, cli: Cli, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    for fmt, out in (("atif", blocker / "atif"), ("inspect", blocker / "r.eval"),
+                     ("atif", blocker), ("inspect", tmp_path / "r.txt")):  # fmt: skip
+        done = cli("export", str(our_run), "--format", fmt, "--out", str(out))
+        assert done.returncode == 1, (fmt, out, done.stdout)
+        assert (
+            done.stderr.startswith(f"Error: export --out {out}: ") and done.stderr.count("\n") == 1
+        )

@@ -46,7 +46,8 @@ def test_an_inspect_log_opens_with_its_attempts_and_trajectories(
     grid = httpx.get(f"{base}/api/grid/{run['id']}", timeout=60).json()
     cells = {t["task_id"]: [c["failure_class"] for c in t["cells"]] for t in grid["tasks"]}
     assert cells == {"sum": ["passed", "passed"], "capital": ["passed", "passed"],
-                     "eight": ["wrong_answer", "wrong_answer"]}  # fmt: skip
+                     "eight": ["wrong_answer", "wrong_answer"],
+                     "loop": ["over_budget", "over_budget"]}  # fmt: skip
     index = next(c["index"] for t in grid["tasks"] if t["task_id"] == "sum" for c in t["cells"])
     attempt = httpx.get(f"{base}/api/attempt/{run['id']}/{index}", timeout=60).json()
     assert attempt["task"] == "What is 2 plus 3?" and attempt["trajectory_problem"] is None
@@ -63,8 +64,8 @@ def test_the_viewer_compares_an_inspect_log_with_our_run(
     a, b = runs["arith.eval"]["id"], runs["ours.json"]["id"]
     result = httpx.get(f"{base}/api/compare/{a}/{b}", timeout=60).json()
     flips = {t["task_id"]: t["change"] for t in result["per_task"]}
-    assert flips == {"sum": "same", "capital": "worse", "eight": "better"}
+    assert flips == {"sum": "same", "capital": "worse", "eight": "better", "loop": "same"}
     pair = httpx.get(f"{base}/api/pair/{a}/{b}/capital", timeout=60).json()
     assert "error" not in pair, pair
     atif = httpx.get(f"{base}/api/grid/{runs['atif']['id']}", timeout=60).json()
-    assert sum(len(t["cells"]) for t in atif["tasks"]) == 6
+    assert sum(len(t["cells"]) for t in atif["tasks"]) == 8

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, emit_report, text_or_json
+
+if TYPE_CHECKING:
+    from agent_eval.results import RunResults
 
 cluster_option = click.option(
     "--cluster",
@@ -172,15 +176,27 @@ max_test_looks_option = click.option(
 
 
 @click.command()
-@click.option("--labbook", required=True, help="The JSON-lines file runs appended to.")
+@click.argument("runs", nargs=-1)
+@click.option("--labbook", help="The JSON-lines file runs appended to.")
 @text_or_json
 @max_test_looks_option
-def history(labbook: str, fmt: str, max_test_looks: int) -> int:
+def history(runs: tuple[str, ...], labbook: str | None, fmt: str, max_test_looks: int) -> int:
     """List the runs in a labbook over time, and flag suites changed without a version
-    bump and test splits evaluated too often."""
-    from agent_eval.report import read_history, render_history
+    bump and test splits evaluated too often.
 
-    click.echo(render_history(read_history(labbook), fmt, max_test_looks), nl=False)
+    Instead of --labbook, give RUNS: results files, Inspect AI logs, ATIF folders or
+    Harbor jobs, or folders holding them."""
+    from agent_eval.errors import ConfigError
+    from agent_eval.report import read_history, render_history
+    from agent_eval.report.history import history_of_runs
+
+    if (labbook is None) == (not runs):
+        raise ConfigError(
+            "history: give either --labbook FILE or saved runs (results files, Inspect AI "
+            "logs, ATIF folders), not both and not neither"
+        )
+    document = read_history(labbook) if labbook else history_of_runs(runs)
+    click.echo(render_history(document, fmt, max_test_looks), nl=False)
     return EXIT_OK
 
 
@@ -265,18 +281,30 @@ def export(results: str, fmt: str, out: str) -> int:
 
     run = load_run(results)
     target = Path(out)
+    try:
+        message = _export(run, fmt, target)
+    except OSError as exc:
+        raise ConfigError(
+            f"export --out {out}: cannot be written ({exc.strerror or exc}); check that the "
+            "folder exists and is writable"
+        ) from None
+    click.echo(message)
+    return EXIT_OK
+
+
+def _export(run: RunResults, fmt: str, target: Path) -> str:
+    from agent_eval.errors import ConfigError
+
     if fmt == "inspect":
         from agent_eval.interop.inspect_log import write_inspect_log
 
         if target.suffix not in (".eval", ".json"):
-            raise ConfigError(f"export --out {out}: an Inspect AI log ends in .eval or .json")
+            raise ConfigError(f"export --out {target}: an Inspect AI log ends in .eval or .json")
         count = write_inspect_log(run, target)
-        click.echo(f"{count} attempts written to {target} (Inspect AI log)")
-    else:
-        from agent_eval.interop.atif import write_atif
+        return f"{count} attempts written to {target} (Inspect AI log)"
+    from agent_eval.interop.atif import write_atif
 
-        if target.exists() and not target.is_dir():
-            raise ConfigError(f"export --out {out}: not a folder; ATIF is one file per attempt")
-        written = write_atif(run, target)
-        click.echo(f"{len(written)} attempts written to {target} (one ATIF file each)")
-    return EXIT_OK
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"export --out {target}: not a folder; ATIF is one file per attempt")
+    written = write_atif(run, target)
+    return f"{len(written)} attempts written to {target} (one ATIF file each)"

@@ -14,7 +14,7 @@ from agent_eval.errors import ResultsError
 from agent_eval.interop.foreign import ForeignRun
 from agent_eval.results import RunResults, load_results
 
-__all__ = ["ForeignRun", "foreign_kind", "load_run", "load_runs"]
+__all__ = ["ForeignRun", "foreign_kind", "load_run", "load_runs", "run_paths"]
 
 
 def foreign_kind(path: Path) -> str | None:
@@ -42,7 +42,7 @@ def foreign_kind(path: Path) -> str | None:
 
 def load_runs(path: str | Path) -> list[RunResults]:
     """Every run a path holds: one for a results file, one per task and model for a
-    foreign log or folder."""
+    foreign log or folder, and those of each run directly in a plain folder."""
     path = Path(path)
     kind = foreign_kind(path)
     if kind == "inspect":
@@ -54,11 +54,30 @@ def load_runs(path: str | Path) -> list[RunResults]:
 
         return list(read_atif(path))
     if path.is_dir():
-        raise ResultsError(
-            f"{path}: a folder, not a run; give a results file, an Inspect AI log, "
-            "an ATIF file or a Harbor job folder"
-        )
+        inside = run_paths(path)
+        if not inside:
+            raise ResultsError(
+                f"{path}: a folder holding no run; give a results file, an Inspect AI log, "
+                "an ATIF file or a Harbor job folder, or a folder of them"
+            )
+        return [run for child in inside for run in load_runs(child)]
     return [load_results(path)]
+
+
+def run_paths(path: Path) -> list[Path]:
+    """The path itself, or for a plain folder the runs directly in it: other harnesses'
+    logs and folders, and results files (a JSON report or config is left out)."""
+    if not path.is_dir() or foreign_kind(path) is not None:
+        return [path]
+    found = []
+    for child in sorted(path.iterdir()):
+        if foreign_kind(child) is not None:
+            found.append(child)
+        elif child.suffix == ".json" and child.is_file():
+            with child.open("rb") as handle:
+                if b'"run"' in handle.read(4096):
+                    found.append(child)
+    return found
 
 
 def load_run(path: str | Path) -> RunResults:

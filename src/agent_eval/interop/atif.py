@@ -204,10 +204,13 @@ def _attempt(
     )
     trial_agent = (trial or {}).get("agent_info") or {}
     model = agent.model_name or ((trial_agent.get("model_info") or {}).get("name"))
+    # A Harbor trajectory lies at JOB/TRIAL/agent/trajectory.json: the job names the run.
+    folder = path.parent.parent.parent.name if trial else path.parent.name
+    job_id = ((trial or {}).get("config") or {}).get("job_id")
     head = RunHead(
-        run_id=str(ours.get("run_id") or (trial or {}).get("config", {}).get("job_id") or path),
+        run_id=str(ours.get("run_id") or job_id or folder),
         scaffold=agent.name,
-        task_set=str(ours.get("task_set") or (path.parent.parent.parent.name if trial else "atif")),
+        task_set=str(ours.get("task_set") or folder),
         task_set_version=str(ours.get("task_set_version") or ""),
         model=model or "(not recorded)",
         suite_hash=ours.get("suite_hash"),

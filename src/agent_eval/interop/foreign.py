@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,14 @@ class ForeignRun(RunResults):
     """Each task's expected outcome as the format records it (Inspect's target); None
     when it records none."""
 
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        return {id(row): position for position, row in enumerate(self.rows)}
+
     def records(self, row: Attempt) -> list[dict[str, Any]]:
-        """The attempt's trajectory records, meta line first."""
-        for position, candidate in enumerate(self.rows):
-            if candidate is row:
-                return list(self.trajectories[position])
-        return []
+        """The attempt's trajectory records, meta line first; none for a row of another run."""
+        position = self._positions.get(id(row))
+        return [] if position is None else list(self.trajectories[position])
 
 
 @dataclass
@@ -48,27 +51,46 @@ class AttemptDraft:
     """What a converter knows of one attempt; ``finish`` makes the row and its records."""
 
     task_id: str
+    """The task's id in the other format (Inspect's sample id, Harbor's task name)."""
     attempt: int
+    """1-based; 0 until numbered, for a format that does not number attempts."""
     passed: bool
+    """The verdict, as the other harness gave it."""
     answer: str = ""
+    """The final answer, when the format records one."""
     category: str = ""
+    """The task's category, when the format records one."""
     records: list[dict[str, Any]] = field(default_factory=list)
+    """Model, tool and stop records in our trajectory shape."""
     prompt_tokens: int | None = None
+    """Input tokens, when recorded."""
     completion_tokens: int | None = None
+    """Output tokens, when recorded."""
     tokens: int | None = None
+    """All tokens; the sum of the two above when not recorded apart."""
     seconds: float | None = None
+    """The attempt's seconds; 0.0 in the row when not recorded."""
     stopped: str = "finished"
+    """The stop reason, in our vocabulary."""
     failure_class: FailureClass | None = None
+    """Set for a failure that is not a wrong answer (over_budget, agent_error)."""
     error: str | None = None
+    """What went wrong, in a few words."""
     score: dict[str, Any] = field(default_factory=dict)
     """The other harness's own verdict fields (scorer, value, reward), kept on the score line."""
     task_text: str | None = None
+    """The task as the agent was given it, when recorded."""
 
     def steps(self) -> int:
         """One per model reply plus one per tool result, as ours are counted."""
         return sum(record.get("type") in ("model", "tool") for record in self.records)
 
     def finish(self, head: RunHead) -> tuple[AttemptResult, tuple[dict[str, Any], ...]]:
+        """The validated row and the trajectory records (meta line first, score line last).
+
+        The checks a format has no counterpart for hold, as the course harness's do for a
+        task without such a check; only the verdict and the tools used are the format's.
+        """
         tools = [str(r["tool"]) for r in self.records if r.get("type") == "tool"]
         checks = Checks(
             missing=[],
@@ -128,7 +150,8 @@ def build_run(
     expected: dict[str, str | None],
 ) -> ForeignRun:
     """The run of these attempts, rows attempt-major as ours are written, with its summary."""
-    ordered = sorted(drafts, key=lambda d: (d.attempt, _first_seen(drafts)[d.task_id]))
+    first_seen = _first_seen(drafts)
+    ordered = sorted(drafts, key=lambda d: (d.attempt, first_seen[d.task_id]))
     finished = [draft.finish(head) for draft in ordered]
     for _, records in finished:
         records[0]["meta"]["source_format"] = source_format

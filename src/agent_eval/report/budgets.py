@@ -69,7 +69,8 @@ def headline(summary: dict[str, Any]) -> str:
     figure += f" ({headline_figure_name(summary)})"
     budgets = summary.get("budgets")
     if not budgets:
-        return f"success {figure}; budgets not recorded (an older results file)"
+        unknown = "an older results file, or another harness's run"
+        return f"success {figure}; budgets not recorded ({unknown})"
     limits, authority = budget_terms(budgets)
     stated = f"at {', '.join(limits)}" if limits else "with no step, token, time or cost limit"
     return f"success {figure} {stated}, {authority}"

@@ -1,4 +1,5 @@
-"""The labbook as a history of runs, with a loud flag on suites changed without a bump.
+"""The labbook, or a set of saved runs of any harness, as a history of runs, with a loud
+flag on suites changed without a bump.
 
 A labbook holds one JSON line per run (the results file's ``run`` object), read by
 agent_eval.results; a damaged line is skipped and named there.
@@ -6,11 +7,14 @@ agent_eval.results; a damaged line is skipped and named there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from agent_eval.errors import AgentEvalError
+from agent_eval.interop import load_runs, run_paths
 from agent_eval.report.text import fmt, fmt_interval, render_tables, short_hash
 from agent_eval.results import RunHead, read_labbook
 from agent_eval.score import stats
@@ -95,13 +99,32 @@ def read_history(path: str | Path) -> dict[str, Any]:
     suite hash cannot show a suite change, and shows its hash as not recorded.
     """
     labbook = read_labbook(path)
-    runs = [_entry(run) for run in labbook.runs]
+    return _history(str(labbook.path), labbook.runs, list(labbook.problems))
+
+
+def history_of_runs(paths: Sequence[str | Path]) -> dict[str, Any]:
+    """The history of saved runs rather than of a labbook: results files, Inspect AI logs,
+    ATIF folders and Harbor jobs, each path a run or a folder of them; a file that cannot
+    be read is named among the problems."""
+    heads: list[RunHead] = []
+    problems: list[str] = []
+    for given in paths:
+        for path in run_paths(Path(given)):
+            try:
+                heads += [run.run for run in load_runs(path)]
+            except AgentEvalError as exc:
+                problems.append(str(exc))
+    return _history(", ".join(str(p) for p in paths), heads, problems)
+
+
+def _history(source: str, heads: Sequence[RunHead], problems: list[str]) -> dict[str, Any]:
+    runs = [_entry(run) for run in heads]
     # ISO-8601 dates sort as text; a run without a date keeps its place at the start.
     runs.sort(key=lambda r: r["date"] if isinstance(r["date"], str) else "")
     return {
-        "labbook": str(labbook.path),
+        "labbook": source,
         "runs": runs,
-        "problems": list(labbook.problems),
+        "problems": problems,
         "suite_changes": suite_changes([run for run in runs if run["suite_hash"] is not None]),
         "test_looks": test_looks(runs),
     }

@@ -212,7 +212,8 @@ class Library:
                 depth = len(Path(folder).relative_to(root).parts)
                 keep = [] if depth >= MAX_DEPTH else [d for d in dirs if not d.startswith(".")]
                 dirs[:] = sorted(keep)
-                if foreign_kind(Path(folder)) is not None:  # ATIF files or a Harbor job:
+                maybe = dirs or any(name.endswith(".json") for name in names)
+                if maybe and foreign_kind(Path(folder)) is not None:  # ATIF files, Harbor job:
                     found.append(Path(folder))  # one run per agent and model, not per file
                     dirs[:] = []
                     continue
