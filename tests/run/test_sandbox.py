@@ -31,7 +31,7 @@ from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import RunReport, execute, prepare
-from agent_eval.sandbox import unavailable
+from agent_eval.sandbox.bwrap import unavailable
 
 WHY_NOT = unavailable()
 needs_sandbox = pytest.mark.skipif(
@@ -511,3 +511,47 @@ def test_a_cmd_agent_runs_in_the_sandbox_and_its_log_reaches_the_trajectories(
     assert report.all_passed
     (log,) = (tmp_path / "traj").glob("*.log")
     assert log.read_text(encoding="utf-8").count("log line of t1") == 2
+
+
+REACH_AGENT = """
+import json, socket, urllib.parse
+
+def reach(host, port):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return "connected"
+    except OSError:
+        return "refused"
+
+def run_task(task, options):
+    model = urllib.parse.urlsplit(options["base_url"])
+    found = {"model": reach(model.hostname, model.port), "other": reach("127.0.0.1", PORT)}
+    return {"answer": json.dumps(found), "steps": 1, "tokens": 0}
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    ("network", "model", "other"),
+    [("model", "connected", "refused"), ("none", "refused", "refused"),
+     ("host", "connected", "connected")],
+)  # fmt: skip
+def test_what_each_sandbox_network_lets_through(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    mock_model: Callable[..., MockModelServer],
+    listener: Listener,
+    network: str,
+    model: str,
+    other: str,
+) -> None:
+    """model: only the endpoint; none: nothing; host: the machine's network."""
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x"}])
+    agent = write_agent(f"PORT = {listener.port}\n" + REACH_AGENT)
+    server = mock_model({"replies": [{"content": "hi"}]})
+    config = RunConfig(agent=str(agent), tasks=str(suite), base_url=server.base_url,
+                       trajectory_dir=tmp_path / "traj", sandbox="on",
+                       sandbox_network=network)  # fmt: skip
+    (found,) = answers(execute(prepare(config)))
+    assert found == {"model": model, "other": other}

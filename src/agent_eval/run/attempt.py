@@ -14,7 +14,7 @@ from agent_eval.results import AttemptResult
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Outcome
 from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace
-from agent_eval.sandbox import Sandbox
+from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.score.checks import classify, score_attempt, tools_used
 from agent_eval.score.citations import judge_citations, read_cited
 from agent_eval.score.cost import attempt_cost

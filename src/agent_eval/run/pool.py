@@ -13,8 +13,7 @@ from agent_eval.run.sandboxed import SandboxedWorkers, inside_options
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import SLOT_LOGS, collect_logs, run_scratch, slot_folder
 from agent_eval.run.zygote import Zygote
-from agent_eval.sandbox import Sandbox
-from agent_eval.sandbox.bwrap import user_tasks
+from agent_eval.sandbox.bwrap import Sandbox, user_tasks
 
 PRELOAD = [
     "agent_eval.run.agent_host",

@@ -33,7 +33,7 @@ from agent_eval.run.sandboxed import inside_options
 from agent_eval.run.secrets import Redactor, is_secret_name
 from agent_eval.run.worker import Worker
 from agent_eval.run.workspace import run_scratch, slot_folder
-from agent_eval.sandbox import bwrap_binary, unavailable
+from agent_eval.sandbox.bwrap import bwrap_binary, unavailable
 
 SECRETS_ENV = "AGENT_EVAL_RUN_SECRET"
 """The environment variable that carries the run's secret options (JSON) to the nodes."""

@@ -60,7 +60,7 @@ from agent_eval.run.sandboxed import resolve as resolve_sandbox
 from agent_eval.run.sandboxed import visible_folder
 from agent_eval.run.secrets import Redactor, public_options
 from agent_eval.run.workspace import workspace_source
-from agent_eval.sandbox import Sandbox
+from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.suite import LoadedSuite, load_suite
 from agent_eval.trace.trajectory import safe_part
 

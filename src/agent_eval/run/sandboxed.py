@@ -25,7 +25,8 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.results import SandboxUsed
 from agent_eval.run.zygote import NO_BACKGROUND_THREADS
-from agent_eval.sandbox import Endpoint, ModelRelay, Sandbox, bwrap_binary, unavailable
+from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
+from agent_eval.sandbox.relay import Endpoint, ModelRelay
 
 INSIDE_SOCKET = "/run/agent-eval/model.sock"
 """Where the relay's unix socket is bound inside every sandbox."""
@@ -78,7 +79,6 @@ class SandboxedWorkers:
             writable=[str(folder)],
             readonly=readonly,
             tmp=str(folder / "tmp"),
-            home=home,
             cwd=cwd if self._sees(cwd) else str(folder),
             hosts_file=self._hosts,
         )

@@ -5,25 +5,9 @@ read-only, only the given folders writable, the user's files and the run's own f
 hidden, an allow-listed environment, a PID namespace that dies with its first process,
 and a network namespace in which only the model endpoint answers, through our relay.
 This package knows nothing of agents or runs: it builds sandboxes and relays bytes.
+
+Its modules: ``bwrap`` builds and probes sandboxes, ``relay`` carries the model endpoint
+into them, ``inside`` is a sandbox's first program when it does, and ``reaper`` ends
+every process below one (used with and without a sandbox). The package itself imports
+nothing, so a worker that needs only the reaper loads only the reaper.
 """
-
-from __future__ import annotations
-
-from agent_eval.sandbox.bwrap import (
-    MODES,
-    NETWORKS,
-    Sandbox,
-    bwrap_binary,
-    unavailable,
-)
-from agent_eval.sandbox.relay import Endpoint, ModelRelay
-
-__all__ = [
-    "MODES",
-    "NETWORKS",
-    "Endpoint",
-    "ModelRelay",
-    "Sandbox",
-    "bwrap_binary",
-    "unavailable",
-]

@@ -140,7 +140,6 @@ class Sandbox:
         writable: Sequence[str],
         readonly: Sequence[tuple[str, str]] = (),
         tmp: str,
-        home: str,
         cwd: str,
         network: str | None = None,
         hosts_file: str | None = None,
@@ -164,7 +163,6 @@ class Sandbox:
         if hosts_file is not None:
             args += ["--ro-bind", hosts_file, "/etc/hosts"]
         args += ["--chdir", cwd, "--", *command]
-        del home  # given to the program through its environment (see environment())
         return args
 
     @functools.cached_property

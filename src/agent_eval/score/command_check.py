@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent_eval.records import CommandCheck
-from agent_eval.sandbox import Sandbox
+from agent_eval.sandbox.bwrap import Sandbox
 
 TAIL_CHARS = 2000
 """How much of the end of a command's output is kept in the outcome."""
@@ -81,10 +81,9 @@ def run_command_check(
             env = {**env, "HOME": str(root / "home"), "TMPDIR": "/tmp"}
             argv = sandbox.argv(
                 argv,
-                writable=[str(copy), str(report.parent)],
+                writable=[str(copy), str(report.parent), str(root / "home")],
                 readonly=[(str(source / rel), str(copy / rel)) for rel in placed],
                 tmp=str(root / "tmp"),
-                home=str(root / "home"),
                 cwd=str(copy),
                 network="none",
             )
