@@ -164,15 +164,16 @@ def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
                     continue
                 copy = copies[fd]
                 news = os.read(fd, 16)
-                if TAKEN in news and not copy.taken:
-                    copy.taken = True
-                    make_ready()  # while the parent waits on this copy's attempt
+                taken = TAKEN in news and not copy.taken
+                copy.taken = copy.taken or taken
                 copy.replied = REPLIED in news
                 if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
                     code = copy.end()  # and with it anything the attempt left running
                     end_strays({other.pid for other in copies.values()})
-                    conn.send(("ended", copy.pid, code))
+                    conn.send(("ended", copy.pid, code))  # the parent scores once it hears
+                if taken:  # after "ended": the next spare's fork is not the parent's wait
+                    make_ready()
     finally:
         for copy in copies.values():
             copy.end()
