@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,local,otel,frameworks,phoenix,ray,inspect,harbor
+EXTRAS := dev,local,otel,frameworks,phoenix,ray,sandbox,inspect,harbor
 
 .PHONY: demo test lint clean
 

@@ -20,6 +20,11 @@ from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.suite import shipped_suites
 
+# Most tests' agents write beside themselves to show what the harness did, which the
+# kernel sandbox forbids: they run unsandboxed, and tests/run/test_sandbox.py (and every
+# test that asks for it) puts the sandbox on explicitly.
+os.environ.setdefault("AGENT_EVAL_SANDBOX", "off")
+
 # Property tests hold for every input, on any machine: no per-example deadline or
 # too-slow check (a busy machine is slow, not wrong), and no example database, so that a
 # run does not depend on what earlier runs on this machine happened to find.

@@ -43,6 +43,8 @@ FORBIDDEN = {
     "trace": ["suite", "tools", "models", "agents", "run", "report", "cli"],
     "trace.otel": ["suite", "tools", "models", "agents", "run", "report", "cli"],
     "run": ["cli", "report"],
+    "sandbox": ["records", "suite", "score", "tools", "models", "agents", "run", "results",
+                "report", "trace", "cli"],
     "viewer": ["agents", "tools", "models", "run", "cli"],
 }  # fmt: skip
 for _package, _forbidden in FORBIDDEN.items():
@@ -74,7 +76,7 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
     assert done.stdout.split() == [
         "agent_eval.agents", "agent_eval.agents.entry", "agent_eval.agents.outage",
         "agent_eval.errors", "agent_eval.run",
-        "agent_eval.run.agent_host",
+        "agent_eval.run.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
     ]  # fmt: skip
 
 

@@ -181,6 +181,17 @@ class CommandCheck(Strict):
     timeout: float = Field(default=60.0, gt=0)
     """Seconds the command may run before it is stopped and the check fails."""
 
+    @field_validator("with_files")
+    @classmethod
+    def _files_in_suite(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if PurePosixPath(value).is_absolute() or PureWindowsPath(value).anchor:
+            raise ValueError(f"{value!r} is absolute; give a folder relative to the suite file")
+        if ".." in PurePosixPath(value.replace("\\", "/")).parts:
+            raise ValueError(f"{value!r} leaves the suite's folder ('..'); give a folder in it")
+        return value
+
     @field_validator("command")
     @classmethod
     def _program_named(cls, value: list[str]) -> list[str]:

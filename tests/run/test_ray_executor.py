@@ -251,3 +251,45 @@ def test_a_cmd_agent_finds_its_script_and_its_neighbours_where_it_named_them(
     document = run(tmp_path, "run", agent=f"cmd:{sys.executable} bots/talker.py",
                    tasks=str(suite), executor="ray")  # fmt: skip
     assert [r["failure_class"] for r in document["results"]] == ["passed"]
+
+
+def test_the_sandbox_holds_on_a_ray_node(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    mock_model: Callable[..., MockModelServer],
+) -> None:
+    """A slot on a Ray node runs in the kernel sandbox as on one machine: the model
+    endpoint answers through the relay, another loopback port does not."""
+    from agent_eval.sandbox.bwrap import unavailable
+
+    if unavailable() is not None:
+        pytest.skip(f"the sandbox cannot start here: {unavailable()}")
+    import socket
+
+    other = socket.create_server(("127.0.0.1", 0))
+    port = other.getsockname()[1]
+    agent = write_agent(
+        "import json, socket, urllib.parse\n"
+        "def reach(host, port):\n"
+        "    try:\n"
+        "        socket.create_connection((host, port), timeout=3).close()\n"
+        "        return 'connected'\n"
+        "    except OSError:\n"
+        "        return 'refused'\n"
+        "def run_task(task, options):\n"
+        "    url = urllib.parse.urlsplit(options['base_url'])\n"
+        f"    found = [reach(url.hostname, url.port), reach('127.0.0.1', {port})]\n"
+        "    return {'answer': json.dumps(found), 'steps': 1, 'tokens': 0}\n"
+    )
+    server = mock_model({"replies": [{"content": "hi"}]})
+    config = RunConfig(agent=str(agent), tasks=str(write_suite([{"id": "a", "task": "x"}])),
+                       executor="ray", base_url=server.base_url, out=tmp_path / "r.json",
+                       trajectory_dir=tmp_path / "traj", sandbox="on")  # fmt: skip
+    try:
+        report = execute(prepare(config))
+    finally:
+        other.close()
+    (row,) = report.rows
+    assert json.loads(row.answer) == ["connected", "refused"]
+    assert report.head.run.sandbox is not None and report.head.run.sandbox.applied == "bwrap"

@@ -189,3 +189,26 @@ def test_the_hidden_files_of_command_checks_are_part_of_the_hash(
     assert len({first, changed, load_suite(path).hash}) == 3
     plain = Suite.model_validate({"name": "s", "version": "1", "tasks": [GOOD]})
     assert suite_hash(plain, path.parent) == suite_hash(plain)  # no with_files: as before
+
+
+@pytest.mark.parametrize(
+    ("with_files", "expected"),
+    [
+        ("/root", "field 'with_files': '/root' is absolute; give a folder relative to the suite"),
+        ("../up", "field 'with_files': '../up' leaves the suite's folder ('..')"),
+        ("h/../../x", "field 'with_files': 'h/../../x' leaves the suite's folder"),
+        ("link", "with_files 'link' leads outside the suite's folder (a link)"),
+    ],
+)
+def test_with_files_stays_in_the_suite_folder(
+    write_suite: Callable[..., Path], tmp_path: Path, with_files: str, expected: str
+) -> None:
+    """A check's hidden files come from the suite, never from /root or beside it: a path
+    that leaves the suite's folder is one clear problem at load, as a file check's is."""
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (tmp_path / "link").symlink_to(outside, target_is_directory=True)
+    check = {"command": ["true"], "with_files": with_files}
+    problems = problems_of(write_suite([{**GOOD, "expect_state": [check]}]))
+    assert len(problems) == 1, problems
+    assert expected in problems[0], problems

@@ -212,6 +212,28 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     "--ray-address",
     help="The Ray cluster: auto, HOST:PORT or ray://HOST:10001 (default: a local instance).",
 )
+@click.option(
+    "--sandbox",
+    type=click.Choice(["auto", "on", "off"]),  # run.config.SANDBOX_MODES
+    default="auto",
+    envvar="AGENT_EVAL_SANDBOX",
+    show_default=True,
+    help="Run every attempt (the agent, its tools, all it starts) and every state check in "
+    "a bubblewrap sandbox: system read-only, only the workspace and a private /tmp "
+    "writable, an empty HOME, an allow-listed environment, the run's outputs, journal and "
+    "suite invisible, no process outliving its attempt. auto: where bubblewrap works, else "
+    "a Note says the run is not sandboxed. on: an error when it cannot start. "
+    "Default: $AGENT_EVAL_SANDBOX, else auto.",
+)
+@click.option(
+    "--sandbox-network",
+    type=click.Choice(["model", "none", "host"]),  # run.config.SANDBOX_NETWORKS
+    default="model",
+    show_default=True,
+    help="What a sandboxed agent can reach. model: only the --base-url endpoint (relayed "
+    "into the sandbox; any other address, loopback included, is refused). none: nothing. "
+    "host: the machine's network, unconfined. State checks always get none.",
+)
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
 @click.option("--overwrite", is_flag=True, help="Replace a finished run's results file at --out.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")
@@ -385,6 +407,8 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         replay=optional_path(flags.get("replay")),
         replay_missing=flags.get("replay_missing", "error"),
         cache_dir=optional_path(flags.get("cache_dir")),
+        sandbox=flags["sandbox"],
+        sandbox_network=flags["sandbox_network"],
     )
 
 

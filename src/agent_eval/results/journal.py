@@ -8,6 +8,7 @@ the current one when it is opened, so that a run interrupted before an upgrade r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from array import array
@@ -73,7 +74,10 @@ class Journal:
     """Appends rows from any thread; remembers where each row is, not the row itself.
 
     The index is one 8-byte offset per attempt of the run, allocated up front, so the
-    memory a run holds does not grow with the attempts it has written.
+    memory a run holds does not grow with the attempts it has written. Beside each offset
+    is an 8-byte digest of the line as written: a row read back that does not match what
+    this process wrote (or found at the start) is refused, so no verdict is ever taken
+    from a journal something else rewrote during the run.
     """
 
     def __init__(self, path: Path, header: dict[str, Any], order: Order) -> None:
@@ -84,6 +88,7 @@ class Journal:
         self._offsets = array("q", [-1]) * len(order)
         self.damaged: list[str] = []
         """One warning per complete line that is not an attempt row: its attempt runs again."""
+        self._digests = array("q", [0]) * len(order)
         fresh = not path.exists() or path.stat().st_size == 0
         if not fresh:
             _upgrade(path)
@@ -99,7 +104,7 @@ class Journal:
         """Record one finished attempt; ``text`` is its redacted JSON."""
         with self._lock:
             offset = self._write_text(text)
-            self._remember((row.id, row.attempt), offset)
+            self._remember((row.id, row.attempt), offset, text.encode("utf-8"))
 
     def __len__(self) -> int:
         """How many attempts of this run are journaled."""
@@ -119,23 +124,31 @@ class Journal:
         with self._lock:
             self._handle.flush()
         if keys is None:
-            offsets: Iterable[int] = self._offsets
+            positions: Iterable[int | None] = range(len(self._offsets))
         else:
             positions = (self.order.position(key) for key in keys)
-            offsets = (self._offsets[p] for p in positions if p is not None)
         with self.path.open("rb") as reader:
-            for offset in offsets:
-                if offset >= 0:
-                    reader.seek(offset)
-                    yield reader.readline().rstrip(b"\n")
+            for position in positions:
+                if position is None or self._offsets[position] < 0:
+                    continue
+                reader.seek(self._offsets[position])
+                line = reader.readline().rstrip(b"\n")
+                if _digest(line) != self._digests[position]:
+                    raise ResultsError(
+                        f"journal {self.path}: the row of {self.order.key(position)} is not "
+                        f"what the harness wrote; something else changed the file during "
+                        f"the run, so its verdicts are not reported"
+                    )
+                yield line
 
     def close(self) -> None:
         self._handle.close()
 
-    def _remember(self, key: Key, offset: int) -> None:
+    def _remember(self, key: Key, offset: int, line: bytes) -> None:
         position = self.order.position(key)
         if position is not None:  # a row of another selection of tasks: not this run's
             self._offsets[position] = offset
+            self._digests[position] = _digest(line.rstrip(b"\n"))
 
     def _write_text(self, text: str) -> int:
         self._handle.seek(0, 2)
@@ -163,7 +176,11 @@ class Journal:
                         f"the attempt it held is run again"
                     )
                     continue
-                self._remember((row.id, row.attempt), offset)
+                self._remember((row.id, row.attempt), offset, line)
+
+
+def _digest(line: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little", signed=True)
 
 
 def read_journal(

@@ -232,6 +232,17 @@ class Limits(Record):
     """--max-cost-per-task: the cost an attempt may reach at the run's prices."""
 
 
+class SandboxUsed(Record):
+    """Which wall stood between the agent and the run: the kernel sandbox, or none."""
+
+    applied: Literal["bwrap", "none"]
+    """bwrap: every attempt ran in a bubblewrap sandbox; none: attempts ran unconfined."""
+    network: str | None = None
+    """What the sandbox let the agent reach: model, none or host (None: no sandbox)."""
+    reason: str | None = None
+    """Why there was no sandbox: --sandbox off, or why it could not start."""
+
+
 class LimitSpread(Record):
     """One limit over the tasks that ran: its lowest and highest value, on how many."""
 
@@ -315,6 +326,8 @@ class RunHead(Record):
     a worker's attempts shared its process. None in files from before the choice."""
     limits: Limits | None = None
     """The harness's limits."""
+    sandbox: SandboxUsed | None = None
+    """The sandbox the attempts ran in; None in files from before the sandbox."""
     seed: int | None = None
     """The --seed given."""
     prices: dict[str, float | None] | None = None

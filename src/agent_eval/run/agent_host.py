@@ -14,8 +14,9 @@ isolation, reply_keys)``, then ``("run", task, options)`` per attempt when it ha
 ``("close",)``. Worker to parent: ``("ready", scaffold, hazard)`` or ``("failed",
 reason)``; a reply per attempt run in-process; with copies, ``("copy", pid)`` followed
 by the copy's own connection (a passed file descriptor) for each copy made ready, and
-``("ended", pid, exit code)`` for a copy that ended without replying; ``("closed",
-warning)`` last. A copy reads one ``("run", task, options)`` on its own connection and
+``("ended", pid, exit code)`` for every copy once it and everything its attempt started
+are gone (so the parent scores a world nobody still changes); ``("closed", warning)``
+last. A copy reads one ``("run", task, options)`` on its own connection and
 answers it there, so an attempt's round trip never passes through the worker.
 """
 
@@ -48,6 +49,7 @@ from agent_eval.agents.entry import (
 from agent_eval.agents.outage import describe as describe_outage
 from agent_eval.agents.outage import find_outage
 from agent_eval.errors import AgentLoadError
+from agent_eval.sandbox.reaper import become_subreaper, children, end_strays
 
 RunTask = Callable[[str, dict[str, Any]], Any]
 Reply = tuple[str, Any, Any]
@@ -64,18 +66,31 @@ TAKEN, REPLIED = b"t", b"r"
 
 def main(fd: int) -> None:
     """Worker process entry: read the agent spec from the parent, then serve attempts."""
+    become_subreaper()
     conn = Connection(fd)
-    spec, options, memory_mb, isolation, reply_keys = conn.recv()
-    _serve(conn, spec, options, isolation, Keep(reply_keys, memory_mb))
+    spec, options, memory_mb, isolation, reply_keys, limits = conn.recv()
+    _serve(conn, spec, options, isolation, Keep(reply_keys, memory_mb, *limits))
 
 
 @dataclass(frozen=True)
 class Keep:
     """What an attempt's reply keeps: the reply's fields (the parent's AgentReply's, sent
-    over so this process need not import pydantic), and the memory limit to name."""
+    over so this process need not import pydantic), and the limits to apply and name."""
 
     reply_keys: tuple[str, ...]
     memory_mb: int | None
+    processes: int | None = None
+    """RLIMIT_NPROC of an attempt (None: unchanged)."""
+    file_mb: int | None = None
+    """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
+
+    def apply(self) -> None:
+        """Set the per-attempt limits in this process, which the attempt runs in."""
+        if self.processes is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (self.processes, self.processes))
+        if self.file_mb is not None:
+            size = self.file_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
 def _serve(
@@ -109,6 +124,8 @@ def _serve(
 
 
 def _serve_in_process(conn: Connection, agent: Agent, keep: Keep) -> None:
+    built = set(children())  # what build() started stays; what an attempt starts does not
+    keep.apply()
     while True:
         try:
             message = conn.recv()
@@ -118,7 +135,9 @@ def _serve_in_process(conn: Connection, agent: Agent, keep: Keep) -> None:
             _close(conn, agent)
             return
         _, task, options = message
-        conn.send_bytes(encode(_attempt(agent.run_task, task, options, keep)))
+        reply = encode(_attempt(agent.run_task, task, options, keep))
+        end_strays(built)  # before the reply: the parent then scores a settled world
+        conn.send_bytes(reply)
 
 
 def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
@@ -153,15 +172,16 @@ def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
                     continue
                 copy = copies[fd]
                 news = os.read(fd, 16)
-                if TAKEN in news and not copy.taken:
-                    copy.taken = True
-                    make_ready()  # while the parent waits on this copy's attempt
+                taken = TAKEN in news and not copy.taken
+                copy.taken = copy.taken or taken
                 copy.replied = REPLIED in news
                 if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
                     code = copy.end()  # and with it anything the attempt left running
-                    if not copy.replied:
-                        conn.send(("ended", copy.pid, code))
+                    end_strays({other.pid for other in copies.values()})
+                    conn.send(("ended", copy.pid, code))  # the parent scores once it hears
+                if taken:  # after "ended": the next spare's fork is not the parent's wait
+                    make_ready()
     finally:
         for copy in copies.values():
             copy.end()
@@ -191,6 +211,7 @@ class Copy:
                 parent_end.close()
                 conn.close()
                 os.setpgid(0, 0)  # its own group: one kill ends what the attempt started
+                keep.apply()
                 _run_one(Connection(copy_end.detach()), status_write, run_task, keep)
             except BaseException:
                 traceback.print_exc()
@@ -325,3 +346,27 @@ def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # an agent may have replaced or closed it
             stream.flush()
+
+
+def _sandboxed(fd: int, preload: list[str]) -> None:
+    """Entry of a worker exec'd in a sandbox, where no zygote can fork it: import what a
+    zygote would have, then serve."""
+    import importlib
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for module in preload:
+        with contextlib.suppress(Exception):  # a preload is only an optimisation
+            importlib.import_module(module)
+    main(fd)
+
+
+if __name__ == "__main__":
+    code = 0
+    try:
+        _sandboxed(int(sys.argv[1]), sys.argv[2:])
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        _flush()
+    os._exit(code)

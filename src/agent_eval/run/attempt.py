@@ -17,7 +17,8 @@ from agent_eval.results.legacy import RAISED
 from agent_eval.results.records import Frame
 from agent_eval.run.secrets import Redactor
 from agent_eval.run.worker import Outcome
-from agent_eval.run.workspace import fresh_workspace
+from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace
+from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.score.checks import classify, score_attempt, tools_used
 from agent_eval.score.citations import judge_citations, read_cited
 from agent_eval.score.copied import copied_share, document_runs
@@ -57,6 +58,9 @@ class AttemptPlan:
     def document_runs(self) -> frozenset[int]:
         """The documents' word runs, for every attempt's copied share; read once."""
         return document_runs(self.source)
+
+    sandbox: Sandbox | None = None
+    """The kernel sandbox the run's attempts and state checks run in, if any."""
 
     @cached_property
     def trajectory_ref(self) -> Path:
@@ -101,13 +105,18 @@ class Scored:
 class RunsAgent(Protocol):
     """What runs the agent for one attempt: a worker process, or a stand-in for one lost."""
 
+    @property
+    def folder(self) -> Path | None:
+        """The slot's scratch folder, where its attempts' workspaces are made (None: any)."""
+
     def run(self, task: str, options: dict[str, Any], timeout: float | None) -> Outcome: ...
 
 
 def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) -> Scored:
     """Run and score one try of one attempt."""
     budget = task.max_seconds or plan.timeout_per_task
-    with fresh_workspace(plan.source) as workspace:
+    mounts = plan.sandbox.mounts_in_tmp if plan.sandbox is not None else ()
+    with fresh_workspace(plan.source, worker.folder, mounts) as workspace:
         granted = task.tools if task.tools is not None else plan.suite_tools
         before = snapshot(workspace) if task.expect_state or granted else None
         options = {
@@ -122,6 +131,8 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
                 "max_cost": plan.max_cost,
             },
         }
+        if plan.sandbox is not None and worker.folder is not None:
+            options["log_dir"] = str(worker.folder / SLOT_LOGS)  # the trajectories are hidden
         if granted:
             options["tools"] = list(granted)
         if plan.seed is not None:
@@ -137,7 +148,8 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         # The agent has stopped (returned or been killed): judge the world it left.
         state, diff, touched = [], "", None
         if before is not None:
-            state = check_state(task.expect_state, before, workspace, plan.suite_dir)
+            state = check_state(task.expect_state, before, workspace, plan.suite_dir,
+                                sandbox=plan.sandbox, scratch=worker.folder)  # fmt: skip
             diff = workspace_diff(plan.source, workspace)
             touched = _touched(changes(before, snapshot(workspace)))
     failure: FailureClass

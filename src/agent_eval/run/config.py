@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -16,6 +17,12 @@ Isolation = Literal["attempt", "worker"]
 """attempt: each attempt starts from the state build() left; worker: a worker's attempts
 share its process, and state carries over (the course harness's behaviour)."""
 ISOLATIONS: tuple[Isolation, ...] = ("attempt", "worker")
+SANDBOX_MODES = ("auto", "on", "off")
+"""--sandbox: auto uses the kernel sandbox where it works, on insists on it, off never."""
+SANDBOX_ENV = "AGENT_EVAL_SANDBOX"
+"""Sets the default of --sandbox (auto when unset)."""
+SANDBOX_NETWORKS = ("model", "none", "host")
+"""--sandbox-network: only the model endpoint (default), nothing, or the host's network."""
 EXECUTORS = ("local", "ray")
 """Where attempts run: worker processes on this machine, or a Ray cluster."""
 
@@ -130,6 +137,11 @@ class RunConfig:
     """A call the recording lacks: a replay_mismatch (error), or sent on (pass-through)."""
     cache_dir: Path | None = None
     """Reuse replies stored here for the same request in the same task and attempt number."""
+    sandbox: str = field(default_factory=lambda: os.environ.get(SANDBOX_ENV) or "auto")
+    """Whether attempts and state checks run in the kernel sandbox: auto, on or off
+    (default: $AGENT_EVAL_SANDBOX, else auto)."""
+    sandbox_network: str = "model"
+    """What a sandboxed agent may reach: the model endpoint, nothing, or the host network."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
@@ -151,6 +163,12 @@ class RunConfig:
             )
         if self.executor not in EXECUTORS:
             raise ConfigError(f"--executor {self.executor}: choose {' or '.join(EXECUTORS)}")
+        if self.sandbox not in SANDBOX_MODES:
+            raise ConfigError(f"--sandbox {self.sandbox}: choose {', '.join(SANDBOX_MODES)}")
+        if self.sandbox_network not in SANDBOX_NETWORKS:
+            raise ConfigError(
+                f"--sandbox-network {self.sandbox_network}: choose {', '.join(SANDBOX_NETWORKS)}"
+            )
         if self.ray_address is not None and self.executor != "ray":
             raise ConfigError(f"--ray-address {self.ray_address}: add --executor ray")
         if self.timeout_per_task is not None and self.timeout_per_task <= 0:

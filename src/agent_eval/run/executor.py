@@ -17,13 +17,14 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.errors import ExtraMissingError
 from agent_eval.records import Task
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
 from agent_eval.run.pool import Dispatch
+from agent_eval.run.sandboxed import inside_options
 from agent_eval.run.worker import Worker
 
 if TYPE_CHECKING:
@@ -100,8 +101,11 @@ class LocalExecutor:
     ) -> None:
         config = prepared.config
         self._plan = plan
+        if plan.sandbox is not None:  # the attempts' options as the sandboxed agent sees them
+            self._plan = replace(plan, base_options=inside_options(plan.base_options, plan.sandbox))
         self._dispatch = Dispatch(config.agent, plan.base_options, config.concurrency,
-                                  config.max_memory_mb, config.isolation, notice)  # fmt: skip
+                                  config.max_memory_mb, config.isolation, notice,
+                                  plan.sandbox)  # fmt: skip
 
     @property
     def warnings(self) -> list[str]:

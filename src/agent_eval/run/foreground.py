@@ -33,6 +33,8 @@ class InProcess:
     """Runs the agent's run_task in this thread, as a worker process would run it."""
 
     agent: Agent
+    folder: Path | None = None
+    """Workspaces are made anywhere: nothing here is sandboxed."""
 
     def run(self, task: str, options: dict[str, Any], timeout: float | None) -> Outcome:
         try:

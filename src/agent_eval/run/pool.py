@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_eval.redaction import Redactor
 from agent_eval.run.config import Isolation
+from agent_eval.run.sandboxed import SandboxedWorkers, inside_options
 from agent_eval.run.worker import Worker
+from agent_eval.run.workspace import SLOT_LOGS, collect_logs, run_scratch, slot_folder
 from agent_eval.run.zygote import Zygote
+from agent_eval.sandbox.bwrap import Sandbox, user_tasks
 
 PRELOAD = [
     "agent_eval.run.agent_host",
@@ -49,8 +53,12 @@ class Dispatch:
         memory_mb: int | None,
         isolation: Isolation = "attempt",
         notice: Callable[[str], None] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        """With a ``sandbox``, each worker runs in one of its own, and ``options`` are
+        those outside (base_url: the endpoint the sandbox's relay reaches)."""
         self._spec, self._options, self._memory = spec, options, memory_mb
+        self._sandbox = sandbox
         self._concurrency, self._isolation = concurrency, isolation
         self._notice = notice
         self._noted = threading.Lock()
@@ -81,23 +89,28 @@ class Dispatch:
         """
         # what the workers print is redacted of the secrets they were given
         redact = Redactor.for_run(None, self._options)
-        zygote = Zygote(preload_for(self._spec), self._concurrency > 1, redact)
-        try:
-            return self._run(zygote, pending, attempt, record)
-        finally:
-            zygote.close()
+        with run_scratch() as scratch:
+            starter = start_workers(self._spec, self._options, self._concurrency,
+                                    self._sandbox, scratch, redact)  # fmt: skip
+            try:
+                return self._run(starter, scratch, pending, attempt, record)
+            finally:
+                starter.close()
+                if self._sandbox is not None and self._options.get("log_dir"):
+                    collect_logs(scratch, Path(str(self._options["log_dir"])))
 
     def _run(
         self,
-        zygote: Zygote,
+        starter: Zygote | SandboxedWorkers,
+        scratch: Path,
         pending: Sequence[Any],
         attempt: Callable[[Worker, Any, threading.Event], Any],
         record: Callable[[int, Any], None],
     ) -> bool:
-        workers = [
-            Worker(zygote, self._spec, self._options, self._memory, self._isolation, self._fallback)
-            for _ in range(max(1, min(self._concurrency, len(pending))))
-        ]
+        count = max(1, min(self._concurrency, len(pending)))
+        workers = [make_worker(starter, self._spec, self._options, self._memory, self._isolation,
+                               self._sandbox, slot_folder(scratch, n), self._fallback)
+                   for n in range(count)]  # fmt: skip
         try:
             workers[0].start()
         except KeyboardInterrupt:
@@ -136,6 +149,39 @@ class Dispatch:
             if worker.close_warning:
                 self.warnings.append(worker.close_warning)
         return interrupted
+
+
+def start_workers(
+    spec: str,
+    options: dict[str, Any],
+    slots: int,
+    sandbox: Sandbox | None,
+    scratch: Path,
+    redact: Redactor | None = None,
+) -> Zygote | SandboxedWorkers:
+    """What starts the workers: a sandbox per worker, or the zygote that forks them."""
+    if sandbox is not None:
+        return SandboxedWorkers(sandbox, preload_for(spec), scratch, options.get("base_url"))
+    return Zygote(preload_for(spec), preload_first=slots > 1, redact=redact)
+
+
+def make_worker(
+    starter: Zygote | SandboxedWorkers,
+    spec: str,
+    options: dict[str, Any],
+    memory_mb: int | None,
+    isolation: Isolation,
+    sandbox: Sandbox | None,
+    folder: Path,
+    on_fallback: Callable[[str], None] | None = None,
+) -> Worker:
+    """One slot's worker; in a sandbox, it sees the options as they are inside, and the
+    sandbox's limits on processes and file size apply to its attempts."""
+    if sandbox is None:
+        return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder)
+    limits = (user_tasks() + sandbox.processes, sandbox.file_mb)
+    inside = {**inside_options(options, sandbox), "log_dir": str(folder / SLOT_LOGS)}
+    return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits)
 
 
 def serve_all(

@@ -282,6 +282,8 @@ class _Lost:
     """Stands in for the worker of an attempt whose slot group died."""
 
     reason: str
+    folder: Path | None = None
+    """No slot folder: its workspace is made in the scratch root."""
 
     def run(self, task: str, options: dict[str, Any], timeout: float | None) -> Outcome:
         return Outcome(None, self.reason, "infra_error")

@@ -1,6 +1,7 @@
 """A slot group: the local executor's worker-process machinery, inside a Ray actor.
 
-One group runs on one node. It forks its worker processes from its own zygote, so each
+One group runs on one node. It forks its worker processes from its own zygote (or, with
+the run's sandbox, starts each in a sandbox of its own on the node), so each
 attempt keeps the isolation, time budget and memory limit it has on one machine: the
 budget is enforced here, on the node, even when the agent never returns. Each slot is
 one worker, whose build() runs once. The group returns scored tries to the driver and
@@ -13,6 +14,7 @@ the driver's paths are in the actor's arguments.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -27,9 +29,11 @@ from agent_eval.errors import AgentLoadError
 from agent_eval.records import Task
 from agent_eval.redaction import Redactor, secret_option_names
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
-from agent_eval.run.pool import preload_for
+from agent_eval.run.pool import make_worker, start_workers
+from agent_eval.run.sandboxed import inside_options
 from agent_eval.run.worker import Worker
-from agent_eval.run.zygote import Zygote
+from agent_eval.run.workspace import run_scratch, slot_folder
+from agent_eval.sandbox.bwrap import bwrap_binary, unavailable
 
 SECRETS_ENV = "AGENT_EVAL_RUN_SECRET"
 """The environment variable that carries the run's secret options (JSON) to the nodes."""
@@ -63,28 +67,40 @@ class SlotGroup:
         options = {**plan.base_options, **secret, "workspace": here["source"],
                    "index": here["index"], "log_dir": str(root / "logs")}  # fmt: skip
         node = ray.get_runtime_context().get_node_id()
+        self._failed: str | None = None
+        sandbox = plan.sandbox
+        if sandbox is not None:  # as the driver chose, with this node's paths and bwrap
+            why, binary = unavailable(), bwrap_binary()
+            if why is not None or binary is None:
+                self._failed = f"--sandbox: on node {node}, {why}"
+            hide = (str(Path.home()), str(here["suite_dir"]), str(root / "logs"))
+            sandbox = replace(sandbox, binary=binary or sandbox.binary, keep=(str(root),),
+                              hide=hide)  # fmt: skip
         self._plan = replace(
             plan,
-            base_options=options,
+            base_options=options if sandbox is None else inside_options(options, sandbox),
             source=Path(here["source"]) if here["source"] else None,
             suite_dir=Path(str(here["suite_dir"])),
             redact=Redactor.for_run(None, options),  # and this node's environment's
             meta={**plan.meta, "ray_node_id": node},
+            sandbox=sandbox,
         )
         if self._plan.proxy is not None:  # this node's own proxy, for its slots' attempts
             self._plan.proxy.use_redactor(self._plan.redact)
-        self._zygote = Zygote(preload_for(spec), slots > 1, self._plan.redact)
+        self._scratch = contextlib.ExitStack()
+        scratch = self._scratch.enter_context(run_scratch())
+        self._starter = start_workers(spec, options, slots, sandbox, scratch, self._plan.redact)
         memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
-        self._workers = [Worker(self._zygote, spec, options, memory_mb, isolation)
-                         for _ in range(slots)]  # fmt: skip
+        self._workers = [make_worker(self._starter, spec, options, memory_mb, isolation, sandbox,
+                                     slot_folder(scratch, n)) for n in range(slots)]  # fmt: skip
         self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
         for worker in self._workers:
             self._idle.put(worker)
-        self._failed: str | None = None
-        try:
-            self._workers[0].start()  # the first build() now: a failing one fails fast
-        except AgentLoadError as exc:
-            self._failed = str(exc)
+        if self._failed is None:
+            try:
+                self._workers[0].start()  # the first build() now: a failing one fails fast
+            except AgentLoadError as exc:
+                self._failed = str(exc)
         self._node = node
 
     def ready(self) -> dict[str, Any]:
@@ -107,7 +123,8 @@ class SlotGroup:
             worker.close()
             if worker.close_warning:
                 warnings.append(worker.close_warning)
-        self._zygote.close()
+        self._starter.close()
+        self._scratch.close()
         if self._plan.proxy is not None:
             self._plan.proxy.close()
         return warnings

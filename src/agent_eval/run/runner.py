@@ -13,6 +13,7 @@ import difflib
 import errno
 import platform
 import random
+import shlex
 import signal
 import threading
 import time
@@ -29,7 +30,7 @@ from typing import Any
 from agent_eval import __version__
 from agent_eval.agents.entry import Agent, load_agent
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
-from agent_eval.records import RESULTS_SCHEMA, Task
+from agent_eval.records import RESULTS_SCHEMA, CommandCheck, Task
 from agent_eval.replay import ModelProxy, load_replay
 from agent_eval.results import (
     JOURNAL_SUFFIX,
@@ -39,6 +40,7 @@ from agent_eval.results import (
     Order,
     ResultsHead,
     RunHead,
+    SandboxUsed,
     Summary,
     Tally,
     TaskSummary,
@@ -56,8 +58,11 @@ from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.config import RunConfig
 from agent_eval.run.executor import Slot, executor_class, make_executor
 from agent_eval.run.outputs import BackgroundWriter, InOrder
+from agent_eval.run.sandboxed import resolve as resolve_sandbox
+from agent_eval.run.sandboxed import visible_folder
 from agent_eval.run.secrets import Redactor, public_options, run_redactor, with_secret_options
 from agent_eval.run.workspace import workspace_source
+from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.suite import LoadedSuite, load_suite
 from agent_eval.trace.trajectory import safe_part
 
@@ -84,6 +89,10 @@ class PreparedRun:
     """Wall seconds of the run's earlier invocations, when they are known."""
     proxy: ModelProxy | None = None
     """The model proxy of --record, --replay or --cache (its recordings read already)."""
+    sandbox: Sandbox | None = None
+    """The kernel sandbox attempts and checks run in; None when they run unconfined."""
+    sandbox_used: SandboxUsed | None = None
+    """How the results record the sandbox (and why there is none)."""
 
     @property
     def stamp(self) -> str:
@@ -176,7 +185,36 @@ def prepare(config: RunConfig) -> PreparedRun:
     prepared.proxy = model_proxy(
         config, run_redactor(config.api_key, config.options, config.secret_options)
     )
+    prepared.sandbox, prepared.sandbox_used = _sandbox(prepared)
     return prepared
+
+
+def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
+    """The run's sandbox: what it hides (the run's own files, the suite and its hidden
+    checks) and what it shows besides the system and Python (the current folder, the
+    index, a module agent's folder)."""
+    config, suite_file = prepared.config, prepared.loaded.path
+    hidden_checks = [suite_file.parent / check.with_files
+                     for task in prepared.tasks for check in task.expect_state
+                     if isinstance(check, CommandCheck) and check.with_files]  # fmt: skip
+    out_folders = [p.parent for p in (config.out, config.labbook, config.resume) if p]
+    return resolve_sandbox(
+        config.sandbox,
+        config.sandbox_network,
+        hide=[Path.home(), suite_file, suite_file.parent, *hidden_checks, config.trajectory_dir,
+              prepared.journal_path, config.out, config.labbook, config.resume, *out_folders],
+        keep=[visible_folder(Path.cwd()), config.index, *_agent_folders(config.agent)],
+    )  # fmt: skip
+
+
+def _agent_folders(spec: str) -> list[Path]:
+    """The folders of the files an agent spec names: a module agent's file, or the files
+    a cmd: agent's command line gives (its script)."""
+    if spec.startswith("cmd:"):
+        words = shlex.split(spec.removeprefix("cmd:"))
+    else:
+        words = [spec.partition(":")[0]] if spec.partition(":")[0].endswith(".py") else []
+    return [Path(w).resolve().parent for w in words if Path(w).is_file()]
 
 
 def _default_out(prepared: PreparedRun, folder: Path) -> Path:
@@ -313,12 +351,16 @@ def _execute(
 
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
+    used = prepared.sandbox_used
+    if used is not None and used.applied == "none" and config.sandbox == "auto":
+        on_notice(f"this run is not sandboxed: {used.reason}")
     executor = make_executor(prepared, plan, on_notice)
     try:
         try:
-            interrupted = executor.run(
-                pending, attempt, lambda index, scored: writer.submit(partial(keep, index, scored))
-            )
+            with _sigterm_as_ctrl_c():
+                interrupted = executor.run(
+                    pending, attempt, lambda i, scored: writer.submit(partial(keep, i, scored))
+                )
         finally:
             writer.close()  # every attempt that finished reaches the journal
             if plan.proxy is not None:
@@ -414,6 +456,24 @@ def _with_retries(
 
 
 @contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM stops the run as Ctrl-C does: running attempts finish (within their
+    budgets), the partial results are written, and no scratch copy is left behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signal: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
 def _ignoring_ctrl_c() -> Iterator[None]:
     """Partial results are written even when Ctrl-C comes again while they are."""
     if threading.current_thread() is not threading.main_thread():
@@ -454,6 +514,7 @@ def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
         suite_tools=loaded.suite.tools,
         prices=config.prices.as_dict(),
         max_cost=config.max_cost_per_task,
+        sandbox=prepared.sandbox,
     )
 
 
@@ -548,6 +609,7 @@ def results_head(
         splits=prepared.splits,
         recorded=config.record or None,
         replayed_from=str(config.replay) if config.replay is not None else None,
+        sandbox=prepared.sandbox_used,
     )
     return ResultsHead(schema=RESULTS_SCHEMA, run=run, per_task=per_task)
 

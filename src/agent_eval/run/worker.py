@@ -22,19 +22,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
 from agent_eval.records import AgentReply
 from agent_eval.run.agent_host import exit_reason
 from agent_eval.run.config import Isolation
-from agent_eval.run.zygote import Zygote
 
 HOST_GRACE = 5.0
 """How long a worker may take to report an attempt's copy killed before it is killed too."""
 CLOSE_WAIT = 30.0
 """How long an agent's close() may take before its worker is killed."""
+
+
+class Starter(Protocol):
+    """What starts worker processes: the zygote (forks), or a sandbox (execs)."""
+
+    def fork(self, folder: Path | None = None) -> tuple[int, Connection]: ...
+
+    def reap(self, pid: int) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -58,15 +66,21 @@ class Worker:
 
     def __init__(
         self,
-        zygote: Zygote,
+        zygote: Starter,
         spec: str,
         options: dict[str, Any],
         memory_mb: int | None,
         isolation: Isolation = "attempt",
         on_fallback: Callable[[str], None] | None = None,
+        folder: Path | None = None,
+        limits: tuple[int | None, int | None] = (None, None),
     ) -> None:
+        """``folder`` is the slot's scratch folder, where its attempts' workspaces are
+        made; ``limits`` the processes and file size (MB) an attempt may have."""
         self._zygote = zygote
-        self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields))
+        self.folder = folder
+        self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields),
+                      limits)  # fmt: skip
         self._isolation = isolation
         self._on_fallback = on_fallback
         self._pid: int | None = None
@@ -88,7 +102,7 @@ class Worker:
 
     def start(self) -> None:
         """Fork a worker from the zygote and wait for build(); AgentLoadError if it fails."""
-        pid, conn = self._zygote.fork()
+        pid, conn = self._zygote.fork(self.folder)
         with self._lock:
             self._pid, self._conn = pid, conn
         self._closing = self._spent = False
@@ -165,9 +179,8 @@ class Worker:
             copy.close()
             self._copy_ended(conn, pid)
             return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
-        with self._lock:
-            self._copy = None
         copy.close()
+        self._copy_ended(conn, pid)  # nothing the attempt started still runs when it is scored
         return self._outcome(message)
 
     def _outcome(self, message: Any) -> Outcome:

@@ -1,8 +1,15 @@
 """Each attempt starts from a fresh copy of the suite's documents, so no attempt can
-change what another attempt, or the shipped suite, sees."""
+change what another attempt, or the shipped suite, sees.
+
+A run's scratch is one folder, ``agent-eval-run-{pid}-{random}``, in RAM when it can be:
+a folder per slot (its attempts' workspaces, and the private /tmp and HOME a sandbox
+binds), and the state checks' copies. It is removed when the run ends, and a later run
+removes any whose process is gone (a run killed with SIGKILL), so none stays for good.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -93,10 +100,106 @@ def _count(folder: Path) -> str:
     return f"{files} file{'s' if files != 1 else ''}"
 
 
+RUN_PREFIX = "agent-eval-run-"
+SLOT_PRIVATE = ("tmp", "home")
+"""What a slot folder keeps between attempts, emptied before each: a sandbox binds them
+as the attempt's /tmp and HOME, so the folders themselves must stay."""
+SLOT_LOGS = "logs"
+"""A sandboxed agent's log folder (options["log_dir"]), kept for the whole run: the
+harness appends what is in it to the run's trajectory folder at the end."""
+
+
 @contextmanager
-def fresh_workspace(source: Path | None) -> Iterator[Path]:
-    """A temporary copy of ``source`` (or an empty folder), removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="agent-eval-", dir=scratch_root()))
+def run_scratch() -> Iterator[Path]:
+    """The run's scratch folder, removed afterwards; stale ones of dead runs go first."""
+    parent = scratch_root() or tempfile.gettempdir()
+    remove_stale(Path(parent))
+    root = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-", dir=parent))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_stale(parent: Path) -> None:
+    """Remove the scratch folders of runs whose process no longer exists."""
+    with contextlib.suppress(OSError), os.scandir(parent) as entries:
+        for entry in entries:
+            if not entry.name.startswith(RUN_PREFIX):
+                continue
+            pid = entry.name.removeprefix(RUN_PREFIX).partition("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def slot_folder(run: Path, number: int) -> Path:
+    """A slot's folder in the run's scratch, with its private /tmp and HOME."""
+    folder = run / f"slot-{number}"
+    for name in (*SLOT_PRIVATE, SLOT_LOGS):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def collect_logs(run: Path, folder: Path) -> None:
+    """Append every slot's agent logs to the file of the same name in ``folder``."""
+    for log in sorted(run.glob(f"slot-*/{SLOT_LOGS}/*")):
+        if log.is_file() and not log.is_symlink() and log.stat().st_size:
+            folder.mkdir(parents=True, exist_ok=True)
+            with log.open("rb") as reader, (folder / log.name).open("ab") as writer:
+                shutil.copyfileobj(reader, writer)
+
+
+def clear_slot(folder: Path, mounts_in_tmp: tuple[str, ...] = ()) -> None:
+    """Empty a slot folder between attempts: what one attempt left there, in /tmp, HOME
+    or beside its workspace, never reaches the next. Its processes are all gone by now.
+
+    ``mounts_in_tmp`` are the sandbox's mount points in its /tmp (relative to it): they
+    stay, empty, or the folders bound there would vanish from the sandbox."""
+    spared: set[tuple[str, ...]] = {(SLOT_LOGS,)}
+    spared |= {("tmp", *Path(m).parts) for m in mounts_in_tmp}
+    _empty(folder, (), spared)
+    for name in SLOT_PRIVATE:
+        (folder / name).mkdir(exist_ok=True)  # in case it was replaced by a file
+
+
+def _empty(folder: Path, here: tuple[str, ...], spared: set[tuple[str, ...]]) -> None:
+    """Remove what is in ``folder`` (at ``here`` in the slot), but for the ``spared``
+    paths, and the folders on the way to them, which are emptied around them."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            path = (*here, entry.name)
+            if path in spared and entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                leads = path in {("tmp",), ("home",)} or any(s[: len(path)] == path for s in spared)
+                if leads:
+                    _empty(Path(entry.path), path, spared)
+                else:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+
+
+@contextmanager
+def fresh_workspace(
+    source: Path | None, slot: Path | None = None, mounts_in_tmp: tuple[str, ...] = ()
+) -> Iterator[Path]:
+    """A temporary copy of ``source`` (or an empty folder), removed afterwards; in the
+    ``slot`` folder, emptied first, when the attempt has one."""
+    if slot is not None:
+        clear_slot(slot, mounts_in_tmp)
+    root = Path(tempfile.mkdtemp(prefix="agent-eval-", dir=slot or scratch_root()))
     try:
         folder = root / "workspace"
         if source is None:

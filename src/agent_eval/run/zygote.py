@@ -6,7 +6,8 @@ would dwarf the run, so one zygote process imports everything once and forks eac
 worker from itself (with one worker, it forks it before those imports). It is
 single-threaded, so forking it is safe, and it is a fresh interpreter, so a caller's
 own script is never re-imported. It also reaps its children, which is how the parent
-learns a dead worker's exit status.
+learns a dead worker's exit status. It is a subreaper: what a dead worker left running
+becomes its child, and is killed when that worker is reaped and when the zygote stops.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import threading
 import traceback
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.run import agent_host
+from agent_eval.sandbox import reaper
 
 NO_BACKGROUND_THREADS = {
     "OPENBLAS_NUM_THREADS": "1",
@@ -72,8 +75,9 @@ class Zygote:
         self._conn.send((preload, preload_first))
         self._conn.recv()
 
-    def fork(self) -> tuple[int, Connection]:
-        """A new worker process and the parent's end of its connection."""
+    def fork(self, folder: Path | None = None) -> tuple[int, Connection]:
+        """A new worker process and the parent's end of its connection (``folder``, the
+        slot's scratch folder, matters only to a sandbox, which binds it)."""
         mine, theirs = socket.socketpair()
         with self._lock:
             self._conn.send(("fork",))
@@ -107,7 +111,15 @@ class Zygote:
 def serve(fd: int) -> None:
     """The zygote's loop: preload, then fork and reap workers on request."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    conn = Connection(fd)
+    reaper.become_subreaper()
+    workers: set[int] = set()
+    try:
+        _serve(Connection(fd), workers)
+    finally:
+        reaper.end_strays(())  # nothing a worker started outlives the run
+
+
+def _serve(conn: Connection, workers: set[int]) -> None:
     preload, preload_first = conn.recv()
     if preload_first:
         _import(preload)
@@ -134,16 +146,19 @@ def serve(fd: int) -> None:
                     sys.stderr.flush()
                     os._exit(code)
             os.close(child_fd)
+            workers.add(pid)
             conn.send(pid)
             _import(preload)  # after the first worker, when it was not done before it
             preload = []
         elif message[0] == "reap":
+            workers.discard(message[1])
             try:
                 _, status = os.waitpid(message[1], 0)
             except ChildProcessError:  # reaped already: never let that end the zygote
                 conn.send(None)
             else:
                 conn.send(os.waitstatus_to_exitcode(status))
+            reaper.end_strays(workers)  # what the dead worker's attempts left
         else:
             return
 

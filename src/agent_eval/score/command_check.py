@@ -3,13 +3,23 @@
 The copy keeps the attempt's workspace exactly as the agent left it (for the diff and
 the other checks), and lets the suite add files the agent never saw, such as hidden
 tests, over whatever the agent wrote. There is no shell; the environment is built from
-nothing, so no API key or other secret of the harness reaches the command; the command
-runs in its own process group, which is killed when its time is up.
+nothing, so no API key or other secret of the harness reaches the command.
+
+With the run's sandbox the command runs in one of its own: no network, the copy its only
+writable folder, and the suite's hidden files bound read-only from the suite over their
+places in the copy, so nothing in the copy can change them. Without it, the hidden files
+are copied in and the command runs in its own process group, killed when its time is up.
+
+A check's own code is trusted; the agent's files it imports or runs are not. So a Python
+command runs under our reporter (score/check_report.py), and it passes only when that
+reporter says the program ran to its end with the expected exit code and no failed test,
+never because the process exited 0: agent code that calls os._exit(0) on import fails.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -17,9 +27,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from agent_eval.records import CommandCheck
+from agent_eval.sandbox.bwrap import Sandbox
 
 TAIL_CHARS = 2000
 """How much of the end of a command's output is kept in the outcome."""
@@ -27,35 +38,97 @@ SAFE_PATH = "/usr/bin:/bin"
 """System programs; the harness's own interpreter folder is put in front of it."""
 PYTHON_NAMES = frozenset({"python", "python3"})
 """Program names that mean the harness's interpreter, so checks run the same everywhere."""
+MAX_COPY_FILES = 20_000
+MAX_COPY_BYTES = 1024 * 1024 * 1024
+"""The most a check copies of a workspace; past either, the check fails unrun."""
+PYTHON_FLAGS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+STOP_GRACE = 5.0
+"""Seconds a check past its time has to end what it started before it is killed."""
 
 
 def run_command_check(
-    check: CommandCheck, workspace: Path, suite_dir: Path
+    check: CommandCheck,
+    workspace: Path,
+    suite_dir: Path,
+    sandbox: Sandbox | None = None,
+    scratch: Path | None = None,
 ) -> tuple[bool, str | None]:
-    """Run ``check`` on a copy of ``workspace``: whether it passed, and its output's tail."""
+    """Run ``check`` on a copy of ``workspace``: whether it passed, and its output's tail.
+    The copy is made in ``scratch`` (the run's, removed with it) or the temporary folder."""
     hidden = None
     if check.with_files is not None:
         hidden = suite_dir / check.with_files
         if not hidden.is_dir():
             return False, f"with_files folder {check.with_files} is missing next to the suite"
-    with tempfile.TemporaryDirectory(prefix="agent-eval-check-") as scratch:
-        copy = Path(scratch) / "workspace"
-        shutil.copytree(workspace, copy, symlinks=True)
-        if hidden is not None:
-            overlay(hidden, copy)
+    with tempfile.TemporaryDirectory(prefix="agent-eval-check-", dir=scratch) as folder:
+        root = Path(folder)
+        copy = root / "workspace"
+        refused = copy_bounded(workspace, copy)
+        if refused is not None:
+            return False, refused
+        source = hidden or root
+        placed = [] if hidden is None else place_hidden(hidden, copy, copied=sandbox is None)
         program = resolve_program(check.command[0], copy)
         if program is None:
             return False, f"{check.command[0]!r} is not installed on this machine"
-        env = command_environment(copy, Path(scratch))
-        return _run([program, *check.command[1:]], copy, env, check)
+        report = root / "report" / "result.json"
+        report.parent.mkdir()
+        argv = with_reporter([program, *check.command[1:]], report)
+        env = command_environment(copy, root)
+        if sandbox is not None:
+            for name in ("tmp", "home"):
+                (root / name).mkdir()
+            env = {**env, "HOME": str(root / "home"), "TMPDIR": "/tmp"}
+            argv = sandbox.argv(
+                argv,
+                writable=[str(copy), str(report.parent), str(root / "home")],
+                readonly=[(str(source / rel), str(copy / rel)) for rel in placed],
+                tmp=str(root / "tmp"),
+                cwd=str(copy),
+                network="none",
+            )
+        else:  # no PID namespace: a subreaper ends what the command leaves running
+            argv = [sys.executable, "-m", "agent_eval.sandbox.reaper", "--", *argv]
+        passed, detail = _run(argv, copy, env, check)
+        if passed and _reported(argv):
+            return judge_report(report, check, detail)
+        return passed, detail
 
 
-def overlay(source: Path, target: Path) -> None:
-    """Copy every file of ``source`` into ``target``, replacing what the agent left there.
+def copy_bounded(source: Path, target: Path) -> str | None:
+    """Copy the workspace (links as links, never followed); why not, when it is over the
+    bounds or holds what is not a file, folder or link."""
+    files, size = 0, 0
+    os.mkdir(target)
+    stack = [(source, target)]
+    while stack:
+        here, there = stack.pop()
+        with os.scandir(here) as entries:
+            for entry in entries:
+                destination = os.path.join(there, entry.name)
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), destination)
+                elif entry.is_dir():
+                    os.mkdir(destination)
+                    stack.append((Path(entry.path), Path(destination)))
+                elif entry.is_file():
+                    files += 1
+                    size += entry.stat().st_size
+                    if files > MAX_COPY_FILES or size > MAX_COPY_BYTES:
+                        return (
+                            f"the workspace is over {MAX_COPY_FILES} files or "
+                            f"{MAX_COPY_BYTES // 1024 // 1024} MB; not checked"
+                        )
+                    shutil.copyfile(entry.path, destination)
+    return None
 
-    A link the agent planted where a hidden file goes is removed first, so the copy can
-    neither be redirected outside the scratch folder nor serve the agent's own version.
-    """
+
+def place_hidden(source: Path, target: Path, copied: bool) -> list[Path]:
+    """Make room in the copy for every hidden file: what the agent left on its path (a
+    file where a folder goes, a link) is removed. The files are copied in (``copied``),
+    or left as empty files for the sandbox to bind the suite's own over, read-only.
+    Returns the hidden files' paths relative to ``source``."""
+    placed = []
     for root, _dirs, names in os.walk(source):
         relative = Path(root).relative_to(source)
         folder = target
@@ -70,7 +143,51 @@ def overlay(source: Path, target: Path) -> None:
                 destination.unlink()
             elif destination.is_dir():
                 shutil.rmtree(destination)
-            shutil.copy2(Path(root) / name, destination)
+            if copied:
+                shutil.copy2(Path(root) / name, destination)
+            else:
+                destination.touch()
+            placed.append(relative / name)
+    return placed
+
+
+def with_reporter(argv: list[str], report: Path) -> list[str]:
+    """A Python command run under our reporter, which writes ``report`` if the program
+    ends by itself; any other command unchanged."""
+    if argv[0] != sys.executable:
+        return argv
+    at = 1
+    while at < len(argv) and argv[at].startswith("-") and argv[at] not in ("-m", "-c", "-"):
+        at += 2 if argv[at] in PYTHON_FLAGS_WITH_VALUE else 1
+    if at >= len(argv) or argv[at] == "-":
+        return argv  # a program on stdin: nothing to run it under
+    return [*argv[:at], "-m", "agent_eval.score.check_report", str(report), *argv[at:]]
+
+
+def _reported(argv: list[str]) -> bool:
+    return "agent_eval.score.check_report" in argv
+
+
+def judge_report(report: Path, check: CommandCheck, detail: str | None) -> tuple[bool, str | None]:
+    """Whether the reporter's account says the check passed."""
+    try:
+        said: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False, (
+            "the check did not report its result: it ended before finishing (os._exit, "
+            f"or a crash in code it ran), so its exit code proves nothing; {detail}"
+        )
+    tail = (detail or "").partition(";")[2]
+    suffix = f";{tail}" if tail else ""
+    if said.get("exit") != check.exit_code:
+        return False, f"the check reported exit {said.get('exit')}{suffix}"
+    tests, failed = int(said.get("tests") or 0), int(said.get("failed") or 0)
+    if failed:
+        return False, f"{failed} of {tests} test(s) failed{suffix}"
+    if said.get("framework") and tests == 0 and check.exit_code == 0:
+        return False, f"{said['framework']} ran no test{suffix}"
+    ran = f", {tests} test(s) passed" if tests else ""
+    return True, f"exit code {check.exit_code}{ran}{suffix}"
 
 
 def resolve_program(name: str, copy: Path) -> str | None:
@@ -121,6 +238,10 @@ def _run(
             code: int | None = process.wait(timeout=check.timeout)
         except subprocess.TimeoutExpired:
             code = None
+            with contextlib.suppress(ProcessLookupError):  # the reaper ends what it started
+                os.kill(process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=STOP_GRACE)
         # Children left running in the background would outlive the scratch folder.
         _kill_group(process.pid)
         process.wait()

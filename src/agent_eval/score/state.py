@@ -33,6 +33,7 @@ from agent_eval.records import (
     StateCheck,
     StateOutcome,
 )
+from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.score.command_check import run_command_check
 from agent_eval.score.snapshot import Entry, Snapshot, changes, snapshot, workspace_diff
 
@@ -83,19 +84,22 @@ def check_state(
     workspace: Path,
     suite_dir: Path,
     after: Snapshot | None = None,
+    sandbox: Sandbox | None = None,
+    scratch: Path | None = None,
 ) -> list[StateOutcome]:
     """Every state check's outcome, in order, for the workspace an attempt left.
 
     ``before`` is the snapshot taken before the agent ran; ``after`` may be passed when
     the caller already took the final one. ``suite_dir`` is the suite file's folder, where
-    a command check's ``with_files`` lives.
+    a command check's ``with_files`` lives. A command check runs in ``sandbox`` when one
+    is given, on a copy made in ``scratch``.
     """
     if after is None and any(isinstance(c, FileUnchanged | OnlyChanged) for c in checks):
         after = snapshot(workspace)
     outcomes = []
     for check in checks:
         try:
-            ok, detail = _judge(check, before, after, workspace, suite_dir)
+            ok, detail = _judge(check, before, after, workspace, suite_dir, sandbox, scratch)
         except (OSError, sqlite3.Error, UnicodeError) as exc:
             ok, detail = False, f"could not be checked: {exc}"
         outcomes.append(StateOutcome(name=describe(check), ok=ok, detail=detail))
@@ -103,7 +107,13 @@ def check_state(
 
 
 def _judge(
-    check: StateCheck, before: Snapshot, after: Snapshot | None, workspace: Path, suite_dir: Path
+    check: StateCheck,
+    before: Snapshot,
+    after: Snapshot | None,
+    workspace: Path,
+    suite_dir: Path,
+    sandbox: Sandbox | None = None,
+    scratch: Path | None = None,
 ) -> tuple[bool, str | None]:
     if isinstance(check, FileUnchanged | OnlyChanged):
         final = after if after is not None else snapshot(workspace)
@@ -111,7 +121,7 @@ def _judge(
             return judge_unchanged(check.file, before, final)
         return judge_only_changed(check.only_changed, before, final)
     if isinstance(check, CommandCheck):
-        return run_command_check(check, workspace, suite_dir)
+        return run_command_check(check, workspace, suite_dir, sandbox, scratch)
     target = inside(workspace, check.sqlite if isinstance(check, SqliteCheck) else check.file)
     if isinstance(target, str):
         return False, target

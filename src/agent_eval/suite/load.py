@@ -282,6 +282,11 @@ def _check_problems(check: Any, base: Path | None) -> list[str]:
                 f"with_files '{parsed.with_files}' is not a folder next to the suite file "
                 f"(looked for {folder}); create it or fix the path"
             ]
+        if not folder.resolve().is_relative_to(base.resolve()):
+            return [
+                f"with_files '{parsed.with_files}' leads outside the suite's folder (a link); "
+                f"give a folder inside it"
+            ]
     return []
 
 

