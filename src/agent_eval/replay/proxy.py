@@ -210,6 +210,12 @@ class ModelProxy:
     def mode(self) -> str:
         return "replay" if self.replay is not None else "cache" if self.cache else "record"
 
+    @property
+    def root_url(self) -> str:
+        """Where the proxy listens (started on first use): the one endpoint a sandbox's
+        relay needs to reach when the proxy stands in front of the model."""
+        return self._root()
+
     def _root(self) -> str:
         with self._lock:
             if self._server is None:

@@ -62,6 +62,15 @@ class AttemptPlan:
     sandbox: Sandbox | None = None
     """The kernel sandbox the run's attempts and state checks run in, if any."""
 
+    @property
+    def start_options(self) -> dict[str, Any]:
+        """The options workers start with. A sandbox relays one endpoint into itself: the
+        model, or the proxy in front of it (--record, --replay, --cache) that every
+        attempt's own URL names."""
+        if self.sandbox is None or self.proxy is None:
+            return self.base_options
+        return {**self.base_options, "base_url": self.proxy.root_url}
+
     @cached_property
     def trajectory_ref(self) -> Path:
         """How rows name the trajectory folder: relative to the results file's folder when

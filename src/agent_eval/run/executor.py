@@ -103,7 +103,7 @@ class LocalExecutor:
         self._plan = plan
         if plan.sandbox is not None:  # the attempts' options as the sandboxed agent sees them
             self._plan = replace(plan, base_options=inside_options(plan.base_options, plan.sandbox))
-        self._dispatch = Dispatch(config.agent, plan.base_options, config.concurrency,
+        self._dispatch = Dispatch(config.agent, plan.start_options, config.concurrency,
                                   config.max_memory_mb, config.isolation, notice,
                                   plan.sandbox)  # fmt: skip
 

@@ -89,7 +89,8 @@ class SlotGroup:
             self._plan.proxy.use_redactor(self._plan.redact)
         self._scratch = contextlib.ExitStack()
         scratch = self._scratch.enter_context(run_scratch())
-        self._starter = start_workers(spec, options, slots, sandbox, scratch, self._plan.redact)
+        start = replace(self._plan, base_options=options).start_options
+        self._starter = start_workers(spec, start, slots, sandbox, scratch, self._plan.redact)
         memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
         self._workers = [make_worker(self._starter, spec, options, memory_mb, isolation, sandbox,
                                      slot_folder(scratch, n)) for n in range(slots)]  # fmt: skip
