@@ -36,8 +36,10 @@ hftoken, oauth) or is its plural (hf_tokens, credentials)."""
 ENVIRONMENT_SECRET_WORDS = tuple(w for w in SECRET_WORDS if w not in {"cookie", "session"})
 """For environment variables: session and cookie name ordinary desktop settings
 (XDG_SESSION_CLASS=user, DESKTOP_SESSION=ubuntu), whose values are words, not secrets."""
-QUANTITY_WORDS = ("max", "min", "num", "count", "limit", "budget", "length", "len", "size", "per")
-"""Words of counts and limits: max_tokens or token_limit name a number, not a secret."""
+QUANTITY_WORDS = ("max", "min", "num", "count", "limit", "budget", "length", "len", "size", "per",
+                  "reply", "prompt", "completion", "context", "ctx", "total")  # fmt: skip
+"""Words of counts and limits: max_tokens, reply_tokens or token_limit name a number,
+not a secret."""
 SECRET_OPTIONS_KEY = "secret_options"
 """The option that lists, for the agent, the names of the options given as secret."""
 REDACTED = "[redacted]"
