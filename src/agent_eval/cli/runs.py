@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from agent_eval.cli.common import (
     EXIT_FAILED,
+    EXIT_INFRA,
     EXIT_INTERRUPTED,
     EXIT_OK,
     optional_path,
@@ -60,14 +62,23 @@ Examples:
   agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
   agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
 
-Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
-130 when interrupted (Ctrl-C; the finished attempts are written).
+Without --tasks, the run uses ./agent-tasks.json when it exists, as the course does,
+else the shipped part26, and says which on stderr. Before the first attempt it checks
+that the endpoint answers and lists --model (and --router-model); --no-preflight skips
+that, for an endpoint that lists nothing.
+
+Exit code 0 when every attempt passed, 2 when some failed, 3 when the model endpoint
+could not be used (the check found it down, or every attempt was an infra error), 1 on
+an input error, 130 when interrupted (Ctrl-C; the finished attempts are written).
 """
 
 
 @click.command(help=RUN_HELP)
 @click.option("--agent", required=True, help="A .py file, module:object or builtin:NAME.")
-@click.option("--tasks", default="part26", show_default=True, help="Suite file or shipped name.")
+@click.option(
+    "--tasks",
+    help="Suite file or shipped name [default: ./agent-tasks.json when it exists, else part26].",
+)
 @click.option("--only", multiple=True, help="Keep only tasks of this category (repeatable).")
 @click.option("--task-id", "task_ids", multiple=True, help="Keep only this task id (repeatable).")
 @click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
@@ -157,6 +168,12 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     "and its state carries over, as in the course harness.",
 )
 @click.option(
+    "--no-preflight",
+    is_flag=True,
+    help="Skip the check that the endpoint answers and lists --model before the first "
+    "attempt (for an endpoint that serves models it does not list).",
+)
+@click.option(
     "--max-infra-retries",
     default=2,
     show_default=True,
@@ -207,6 +224,11 @@ def run(**flags: Any) -> int:
     )
     from agent_eval.run.runner import execute, prepare
 
+    source = click.get_current_context().get_parameter_source
+    flags["endpoint_named"] = any(
+        source(name) not in (None, ParameterSource.DEFAULT)
+        for name in ("base_url", "model", "router_model")
+    )
     config = run_config(flags)
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
         config = replace(config, out=config.resume)
@@ -216,6 +238,8 @@ def run(**flags: Any) -> int:
     run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
     base = config.out.resolve().parent if config.out is not None else Path.cwd()
     click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
+    if flags["tasks"] is None:
+        click.echo(tasks_note(prepared), err=True)
     click.echo(prepared.workspace_note, err=True)
     width = id_width([task.id for task in prepared.tasks])
     with progress_bar(prepared.attempts, "attempts") as bar:
@@ -252,16 +276,41 @@ def run(**flags: Any) -> int:
     if report.interrupted:
         click.echo("Error: interrupted; the attempts that finished were written", err=True)
         return EXIT_INTERRUPTED
+    summary = report.summary
+    if summary.runs and summary.infra_errors == summary.runs:
+        click.echo(
+            f"Error: all {summary.runs} attempt(s) failed at the model endpoint "
+            f"{config.base_url} (infra_error), so the agent was not measured; check that the "
+            "server runs and answers, then run again",
+            err=True,
+        )
+        return EXIT_INFRA
     return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+def tasks_note(prepared: Any) -> str:
+    """The stderr line that says which suite a run without --tasks used, and why."""
+    from agent_eval.starter import COURSE_SUITE_FILE
+
+    suite, config = prepared.loaded.suite, prepared.config
+    what = f"{suite.name} {suite.version}, {len(suite.tasks)} task(s)"
+    if config.tasks == COURSE_SUITE_FILE:
+        return f"suite: ./{config.tasks} ({what}), the course's default without --tasks"
+    return (
+        f"suite: the shipped {config.tasks} ({what}): no --tasks given and no ./"
+        f"{COURSE_SUITE_FILE} here (`agent-eval init` writes one)"
+    )
 
 
 def run_config(flags: dict[str, Any]) -> RunConfig:
     """The RunConfig that `run`'s flags describe (also each side of a duel)."""
     from agent_eval.run.config import Prices, RunConfig, parse_options
+    from agent_eval.run.preflight import wanted
+    from agent_eval.starter import default_tasks
 
     return RunConfig(
         agent=flags["agent"],
-        tasks=flags["tasks"],
+        tasks=flags["tasks"] or default_tasks(Path.cwd()),
         only=tuple(flags["only"]),
         task_ids=tuple(flags["task_ids"]),
         repeats=flags["repeats"],
@@ -299,6 +348,9 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         isolation=flags["isolation"],
         executor=flags["executor"],
         ray_address=flags["ray_address"],
+        # A duel's sides name their models, so they are checked unless told not to.
+        preflight=not flags["no_preflight"]
+        and wanted(flags["agent"], flags.get("endpoint_named", True)),
     )
 
 

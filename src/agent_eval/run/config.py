@@ -118,6 +118,8 @@ class RunConfig:
     """Where attempts run: `local` worker processes or a `ray` cluster."""
     ray_address: str | None = None
     """The Ray cluster (`auto`, `HOST:PORT`, `ray://HOST:10001`); None starts a local one."""
+    preflight: bool = False
+    """Check, before the first attempt, that the endpoint answers and lists the models."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
