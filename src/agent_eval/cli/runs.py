@@ -348,9 +348,10 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         isolation=flags["isolation"],
         executor=flags["executor"],
         ray_address=flags["ray_address"],
-        # A duel's sides name their models, so they are checked unless told not to.
+        # A duel's side does not say what its command line named: only the shipped
+        # agents that call a model are checked there.
         preflight=not flags["no_preflight"]
-        and wanted(flags["agent"], flags.get("endpoint_named", True)),
+        and wanted(flags["agent"], flags.get("endpoint_named", False)),
     )
 
 
