@@ -116,7 +116,8 @@ Written by `agent-eval init` (suite {suite_name}).
   given, and says so. Edit it to add your own tasks; `agent-eval validate
   {COURSE_SUITE_FILE}` checks it.
 - `{WORKSPACE_FOLDER}/`: the documents the tasks ask about. Every attempt gets a fresh
-  copy of them; give `--workspace ./{WORKSPACE_FOLDER}` to use your own edits.
+  copy of the suite's documents; give `--workspace ./{WORKSPACE_FOLDER}` to use these,
+  with your edits.
 - `{AGENT_FILE}`: your agent. It searches the documents, then asks the model once, and
   needs only Python. Change it, and measure it again.
 - `{FOUR_ROLE_FILE}`: the lesson's four-role system, to compare against.
@@ -127,9 +128,10 @@ Written by `agent-eval init` (suite {suite_name}).
 {commands}
 ```
 
-1. Start the embedded model on http://127.0.0.1:4000/v1 (the default `--base-url`), or
-   leave it out and give `--base-url` and `--model` of your own OpenAI-compatible endpoint.
-   Its models are `local/chat`, `local/answer` and `local/router`.
+1. Start the embedded model on http://127.0.0.1:4000/v1 (the default `--base-url`) and
+   wait for its `serving ...` line; its models are `local/chat`, `local/answer` and
+   `local/router`. Or leave it out, and give `--base-url` and `--model` of your own
+   OpenAI-compatible endpoint.
 2. Measure your agent: three attempts per task, results in `r.json`, one trajectory per
    attempt in `trajectories/`.
 3. Read the report: success rate with its interval, steps, tokens, seconds, and each

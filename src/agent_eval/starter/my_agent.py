@@ -12,10 +12,11 @@ It returns a dict with at least ``answer`` (str), ``steps`` (int) and ``tokens``
 a task's ``expect_tool`` check reads the ``tool`` key of its records.
 
 This agent retrieves, then reads: it searches the documents for the passages that share
-the most words with the task (its one tool), then asks the model once to answer from
-them. That works even with a small model that cannot yet drive a tool loop; letting the
-model choose its own searches is the next step. It needs only Python's standard library
-and speaks to any OpenAI-compatible endpoint (``POST {base_url}/chat/completions``).
+the most words with the task (or reads the file the task names), then asks the model
+once to answer from them. That works even with a small model that cannot yet drive a
+tool loop; letting the model choose its own searches is the next step. It needs only
+Python's standard library and speaks to any OpenAI-compatible endpoint
+(``POST {base_url}/chat/completions``).
 """
 
 from __future__ import annotations
@@ -54,12 +55,18 @@ EXAMPLE_ANSWER = "The vegetable beds are watered on Tuesday and Friday from 06:3
 def run_task(task: str, options: dict[str, Any]) -> dict[str, Any]:
     """Answer one task: search the workspace, then ask the model; the result dict."""
     started = time.perf_counter()
-    passages = search_documents(Path(options["workspace"]), task)
+    workspace = Path(options["workspace"])
+    named = [f for f in sorted(workspace.rglob("*")) if f.is_file() and f.name in task]
+    if named:  # the task names a file: read it, and search only what it says
+        tool, args = "read_file", {"path": named[0].relative_to(workspace).as_posix()}
+        passages = search_passages(split_passages(named[0], workspace), task)
+    else:
+        tool, args = "search_documents", {"query": task}
+        passages = search_documents(workspace, task)
     found = "\n\n".join(passages) or "(no passages found)"
     trajectory: list[dict[str, Any]] = [
-        {"type": "tool", "tool": "search_documents", "args": {"query": task},
-         "error": False, "result": found[:2000]},
-    ]  # fmt: skip
+        {"type": "tool", "tool": tool, "args": args, "error": False, "result": found[:2000]},
+    ]
     messages = [
         {"role": "system", "content": INSTRUCTIONS},
         {"role": "user", "content": question(EXAMPLE_PASSAGES, EXAMPLE_QUESTION)},
@@ -95,6 +102,11 @@ def search_documents(workspace: Path, query: str) -> list[str]:
     """The passages that best match ``query``, best first, each headed by its file and
     section. Scoring: each query word a passage holds counts, rare words most (IDF)."""
     passages = [p for file in sorted(workspace.rglob("*")) for p in split_passages(file, workspace)]
+    return search_passages(passages, query)
+
+
+def search_passages(passages: list[str], query: str) -> list[str]:
+    """The TOP_PASSAGES of ``passages`` that share the most words with ``query``."""
     wanted = set(words(query))
     if not passages or not wanted:
         return []
