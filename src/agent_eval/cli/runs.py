@@ -60,7 +60,7 @@ RUN_HELP = """Run every task of a suite against an agent, with repeats.
 AGENT forms:  path/to/agent.py | package.module:object | builtin:NAME
 Examples:
   agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
-  agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
+  agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model mock
 
 Without --tasks, the run uses ./agent-tasks.json when it exists, as the course does,
 else the shipped part26, and says which on stderr. Before the first attempt it checks
