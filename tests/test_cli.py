@@ -46,6 +46,7 @@ def test_run_prints_the_course_layout(tmp_path: Path, write_agent: Callable[[str
         "2",
         "--model",
         "m",
+        "--no-preflight",  # this agent calls no model
         "--out",
         "r.json",
         "--cost-per-million",
@@ -199,5 +200,8 @@ def test_the_demo_ends_with_where_its_reports_are_and_one_comparison() -> None:
         "  agent-eval compare demo-out/results-minimal.json demo-out/results-retrieve-read.json"
         "   # any two runs, in full",
         f"to see where each attempt went wrong: {view_command([out])}",
+        "",
+        "Next, measure your own agent: `agent-eval init student && cd student` writes the",
+        "lesson's suite, its documents and my_agent.py to edit; its README has the commands.",
     ]
-    assert ending(out, runs[:1]) == [*ending(out, runs)[:2], ending(out, runs)[3]]
+    assert ending(out, runs[:1]) == [*ending(out, runs)[:2], *ending(out, runs)[3:]]

@@ -225,7 +225,8 @@ def test_the_cli_records_a_dead_process_and_runs_on(tmp_path: Path, fake: str) -
     done = subprocess.run(
         [sys.executable, "-m", "agent_eval", "run", "--agent", f"cmd:{fake}",
          "--tasks", "part26", "--task-id", "r-backup-window", "--task-id", "r-gateway-port",
-         "--base-url", "http://127.0.0.1:9/v1", "--model", "mock", "--out", str(out),
+         "--base-url", "http://127.0.0.1:9/v1", "--model", "mock", "--no-preflight",
+         "--out", str(out),
          "--trajectory-dir", str(tmp_path / "trajectories"),
          "--option", f"log_dir={tmp_path / 'trajectories'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,

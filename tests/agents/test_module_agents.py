@@ -23,7 +23,7 @@ def test_a_package_in_the_current_folder_is_found(tmp_path: Path, agent_eval: Cl
     (tmp_path / "mypkg" / "__init__.py").write_text("")
     (tmp_path / "mypkg" / "agents.py").write_text(BOT)
     done = agent_eval("run", "--agent", "mypkg.agents:support_bot", "--task-id",
-                      "r-gateway-port", "--model", "m", cwd=tmp_path)  # fmt: skip
+                      "r-gateway-port", "--model", "m", "--no-preflight", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "support-bot x m: 1 task(s), 1 attempt(s) each"
 

@@ -26,7 +26,8 @@ def test_run_without_out_writes_a_results_file_report_reads(
     tmp_path: Path, write_agent: Callable[..., Path], agent_eval: Cli
 ) -> None:
     write_agent(AGENT, "fixed.py")
-    args = ("run", "--agent", "fixed.py", "--task-id", "r-gateway-port", "--model", "local/chat")
+    args = ("run", "--agent", "fixed.py", "--task-id", "r-gateway-port", "--model", "local/chat",
+            "--no-preflight")  # fmt: skip
     first, second = agent_eval(*args, cwd=tmp_path), agent_eval(*args, cwd=tmp_path)
     assert (first.returncode, second.returncode) == (0, 0), first.stderr
     paths = [written_to(first), written_to(second)]

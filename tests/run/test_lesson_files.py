@@ -8,6 +8,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from agent_eval.suite import shipped_suites
+
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 GATEWAY = ("--task-id", "r-gateway-port")
 
@@ -52,10 +54,13 @@ def test_an_edited_copy_is_not_taken_for_the_shipped_suite(student: Path, agent_
     done = agent_eval("run", "--agent", "builtin:dump-documents", "--tasks", "agent-tasks.json",
                       *GATEWAY, cwd=student)  # fmt: skip
     assert done.returncode == 1
+    shipped = ", ".join(str(p.parent / "workspace") for p in shipped_suites().values())
     assert done.stderr.splitlines() == [
         "Error: suite agent-tasks.json: no documents to work on (its 'workspace' names no "
-        "folder next to it); give --workspace DIR with the agent's documents, or "
-        "--allow-empty-workspace if the tasks need none"
+        "folder next to it); give --workspace DIR with the agent's documents (the shipped "
+        f"suites' documents are in {shipped}; `agent-eval init DIR` copies part26's "
+        "(--suite NAME: another's) into DIR/agent-workspace), or --allow-empty-workspace if "
+        "the tasks need none"
     ]
     assert not (student / "trajectories").exists()
 

@@ -16,7 +16,7 @@ SCAFFOLD_NAME = "fixed"
 def run_task(task, options):
     return {"answer": "The gateway listens on 4000.", "steps": 1, "tokens": 10}
 """
-RUN = ("run", "--agent", "fixed.py", "--tasks", "part26", "--model", "local/chat",
+RUN = ("run", "--agent", "fixed.py", "--tasks", "part26", "--model", "local/chat", "--no-preflight",
        "--repeats", "2", "--trajectory-dir", "shared")  # fmt: skip
 
 
@@ -51,6 +51,7 @@ def test_more_repeats_of_a_finished_run_keep_its_names(
 ) -> None:
     write_agent(AGENT, "fixed.py")
     base = ("run", "--agent", "fixed.py", "--task-id", "r-gateway-port", "--model", "local/chat",
+            "--no-preflight",
             "--trajectory-dir", "shared", "--out", "r.json")  # fmt: skip
     done = agent_eval(*base, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -158,7 +158,8 @@ def test_run_ends_by_printing_the_view_command_for_what_it_wrote(
     out = tmp_path / "again.json"
     done = subprocess.run(
         [sys.executable, "-m", "agent_eval", "run", "--agent", str(tmp_path / "agent.py"),
-         "--tasks", str(tmp_path / "suite.json"), "--model", "m", "--out", str(out),
+         "--tasks", str(tmp_path / "suite.json"), "--model", "m", "--no-preflight",
+         "--out", str(out),
          "--allow-empty-workspace"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -14,3 +14,5 @@ BUILTIN_AGENTS: dict[str, str] = {
     "instructions": "agent_eval.agents.baselines:instructions",
 }
 """Name -> `module` or `module:object`; each target satisfies the entry-point contract."""
+MODEL_AGENTS = frozenset({"minimal", "multi-agent", "retrieve-read"})
+"""The shipped agents that call the model endpoint; the baselines never do."""

@@ -1,7 +1,8 @@
 """The `agent-eval` command: parse flags, call the library, print, and set the exit code.
 
 Exit codes: 0 when everything passed, 2 when some attempt failed (or a comparison found
-B worse), 1 for a usage or input error, printed as one `Error: ...` line on stderr.
+B worse), 3 when the model endpoint could not be used (down, or every attempt an infra
+error), 1 for a usage or input error, printed as one `Error: ...` line on stderr.
 `--debug` anywhere on the command line shows the traceback instead.
 """
 
@@ -14,15 +15,16 @@ from collections.abc import Sequence
 import click
 
 from agent_eval import __version__
-from agent_eval.cli.common import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from agent_eval.cli.common import EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from agent_eval.cli.duel import duel
+from agent_eval.cli.init import init
 from agent_eval.cli.models import mock_model, serve_model
 from agent_eval.cli.replay import replay
 from agent_eval.cli.reports import compare, export, export_otel, history, report
 from agent_eval.cli.runs import audit, demo, index, rescore, run, validate
 from agent_eval.cli.sweep import sweep
 from agent_eval.cli.view import view
-from agent_eval.errors import AgentEvalError
+from agent_eval.errors import AgentEvalError, ModelEndpointError
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             traceback.print_exc()
         message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
         click.echo(f"Error: {message}", err=True)
-        code = EXIT_INPUT
+        code = EXIT_INFRA if isinstance(exc, ModelEndpointError) else EXIT_INPUT
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
@@ -67,6 +69,6 @@ def cli(debug: bool) -> None:
     """
 
 
-for command in (validate, run, duel, sweep, rescore, audit, index, demo, report, compare,
+for command in (init, validate, run, duel, sweep, rescore, audit, index, demo, report, compare,
                 history, export, export_otel, serve_model, mock_model, view, replay):  # fmt: skip
     cli.add_command(command)

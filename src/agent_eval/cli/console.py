@@ -123,8 +123,12 @@ def _reliability(summary: dict[str, Any]) -> list[str]:
         f"{summary['model_runs']}; {infra} infra error(s) left out)",
     ]
     if retried:
-        lines.append(
-            f"first try     {summary['first_try_success_rate']:.2f}  "
-            f"({retried} attempt(s) passed only after a retry or were retried)"
-        )
+        after = summary.get("retried_passed")
+        said = f"{retried} attempt(s) were retried after an endpoint failure"
+        if after is not None:  # files from before this count say only how many were retried
+            said = (
+                f"{passed - after} of {runs} passed at the first try; {said}, and "
+                f"{after or 'none'} of them passed then"
+            )
+        lines.append(f"first try     {summary['first_try_success_rate']:.2f}  ({said})")
     return lines

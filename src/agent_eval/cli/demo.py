@@ -100,6 +100,11 @@ def ending(out_dir: Path, results: list[Path]) -> list[str]:
     if len(results) >= 2:
         lines.append(f"  agent-eval compare {results[1]} {results[0]}   # any two runs, in full")
     lines.append(f"to see where each attempt went wrong: {view_command([out_dir])}")
+    lines += [
+        "",
+        "Next, measure your own agent: `agent-eval init student && cd student` writes the",
+        "lesson's suite, its documents and my_agent.py to edit; its README has the commands.",
+    ]
     return lines
 
 

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from agent_eval.cli.common import (
     EXIT_FAILED,
+    EXIT_INFRA,
     EXIT_INTERRUPTED,
     EXIT_OK,
     optional_path,
@@ -82,16 +84,25 @@ RUN_HELP = """Run every task of a suite against an agent, with repeats.
 AGENT forms:  path/to/agent.py | package.module:object | builtin:NAME
 Examples:
   agent-eval run --agent my_agent.py --tasks part26 --repeats 3 --out r.json
-  agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model any
+  agent-eval run --agent builtin:minimal --base-url http://127.0.0.1:4001/v1 --model mock
 
-Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
-130 when interrupted (Ctrl-C; the finished attempts are written).
+Without --tasks, the run uses ./agent-tasks.json when it exists, as the course does,
+else the shipped part26, and says which on stderr. Before the first attempt it checks
+that the endpoint answers and lists --model (and --router-model); --no-preflight skips
+that, for an endpoint that lists nothing.
+
+Exit code 0 when every attempt passed, 2 when some failed, 3 when the model endpoint
+could not be used (the check found it down, or every attempt was an infra error), 1 on
+an input error, 130 when interrupted (Ctrl-C; the finished attempts are written).
 """
 
 
 @click.command(help=RUN_HELP)
 @click.option("--agent", required=True, help="A .py file, module:object or builtin:NAME.")
-@click.option("--tasks", default="part26", show_default=True, help="Suite file or shipped name.")
+@click.option(
+    "--tasks",
+    help="Suite file or shipped name [default: ./agent-tasks.json when it exists, else part26].",
+)
 @click.option("--only", multiple=True, help="Keep only tasks of this category (repeatable).")
 @click.option("--task-id", "task_ids", multiple=True, help="Keep only this task id (repeatable).")
 @click.option("--repeats", default=1, show_default=True, type=int, help="Attempts per task.")
@@ -187,6 +198,12 @@ Exit code 0 when every attempt passed, 2 when some failed, 1 on an input error,
     help="attempt: every attempt starts from the agent's state right after build(), so no "
     "attempt sees another's memory. worker: a worker's attempts run in turn in one process "
     "and its state carries over, as in the course harness.",
+)
+@click.option(
+    "--no-preflight",
+    is_flag=True,
+    help="Skip the check that the endpoint answers and lists --model before the first "
+    "attempt (for an endpoint that serves models it does not list).",
 )
 @click.option(
     "--max-infra-retries",
@@ -292,6 +309,11 @@ def run(**flags: Any) -> int:
     from agent_eval.run.runner import execute, prepare
     from agent_eval.score.copied import is_copied_pass
 
+    source = click.get_current_context().get_parameter_source
+    flags["endpoint_named"] = any(
+        source(name) not in (None, ParameterSource.DEFAULT)
+        for name in ("base_url", "model", "router_model")
+    )
     config = run_config(recorded_defaults(flags))
     debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
     if config.resume is not None and config.out is None and config.resume.suffix == ".json":
@@ -307,6 +329,8 @@ def run(**flags: Any) -> int:
                                config.api_key, config.model)  # fmt: skip
     if mode_note:
         click.echo(mode_note, err=True)
+    if flags["tasks"] is None:
+        click.echo(tasks_note(prepared), err=True)
     click.echo(prepared.workspace_note, err=True)
     note_commands(prepared.loaded, command_checks(prepared.tasks))
     width = id_width([task.id for task in prepared.tasks])
@@ -354,16 +378,41 @@ def run(**flags: Any) -> int:
     if report.interrupted:
         click.echo("Error: interrupted; the attempts that finished were written", err=True)
         return EXIT_INTERRUPTED
+    summary = report.summary
+    if summary.runs and summary.infra_errors == summary.runs:
+        click.echo(
+            f"Error: all {summary.runs} attempt(s) failed at the model endpoint "
+            f"{config.base_url} (infra_error), so the agent was not measured; check that the "
+            "server runs and answers, then run again",
+            err=True,
+        )
+        return EXIT_INFRA
     return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+def tasks_note(prepared: Any) -> str:
+    """The stderr line that says which suite a run without --tasks used, and why."""
+    from agent_eval.starter import COURSE_SUITE_FILE
+
+    suite, config = prepared.loaded.suite, prepared.config
+    what = f"{suite.name} {suite.version}, {len(suite.tasks)} task(s)"
+    if config.tasks == COURSE_SUITE_FILE:
+        return f"suite: ./{config.tasks} ({what}), the course's default without --tasks"
+    return (
+        f"suite: the shipped {config.tasks} ({what}): no --tasks given and no ./"
+        f"{COURSE_SUITE_FILE} here (`agent-eval init` writes one)"
+    )
 
 
 def run_config(flags: dict[str, Any]) -> RunConfig:
     """The RunConfig that `run`'s flags describe (also each side of a duel)."""
     from agent_eval.run.config import Prices, RunConfig, parse_options
+    from agent_eval.run.preflight import wanted
+    from agent_eval.starter import default_tasks
 
     return RunConfig(
         agent=flags["agent"],
-        tasks=flags["tasks"],
+        tasks=flags["tasks"] or default_tasks(Path.cwd()),
         only=tuple(flags["only"]),
         task_ids=tuple(flags["task_ids"]),
         repeats=flags["repeats"],
@@ -409,6 +458,12 @@ def run_config(flags: dict[str, Any]) -> RunConfig:
         cache_dir=optional_path(flags.get("cache_dir")),
         sandbox=flags["sandbox"],
         sandbox_network=flags["sandbox_network"],
+        # A duel's side does not say what its command line named: only the shipped
+        # agents that call a model are checked there.
+        # a replay never contacts the endpoint, so there is nothing to check
+        preflight=not flags["no_preflight"]
+        and not flags.get("replay")
+        and wanted(flags["agent"], flags.get("endpoint_named", False)),
     )
 
 

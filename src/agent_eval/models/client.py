@@ -177,6 +177,36 @@ class ChatClient:
                 return mode if mode in ("native", "json") else None
         return None
 
+    def listed_models(self, timeout: float = 5.0) -> list[str] | None:
+        """The model ids ``GET /models`` lists, or None when the endpoint lists none (no
+        such route, an empty list, or a reply that is not a list of models).
+
+        Raises ModelEndpointError when nothing answers at all, and ConfigError when the
+        endpoint refuses the key (HTTP 401 or 403), with the server's own message.
+        """
+        url = f"{self.base_url}/models"
+        try:
+            response = self._http.get(url, timeout=min(self.timeout, timeout))
+        except httpx.TimeoutException:
+            raise ModelEndpointError(
+                f"model endpoint {self.base_url} did not answer within {timeout:g}s", "timeout"
+            ) from None
+        except httpx.TransportError as exc:
+            raise ModelEndpointError(
+                f"cannot reach model endpoint {self.base_url} ({self._scrub(str(exc))})",
+                "connection",
+            ) from None
+        if response.status_code in (401, 403):
+            self._raise_for_status(response)
+        if response.status_code != 200:
+            return None
+        try:
+            data = response.json().get("data")
+            listed = [str(entry["id"]) for entry in data]
+        except (ValueError, AttributeError, KeyError, TypeError):
+            return None
+        return listed or None
+
     def _post(self, path: str, **fields: Any) -> tuple[httpx.Response, float]:
         """POST the fields that are set (None means "the server's default") as JSON."""
         body = {k: v for k, v in fields.items() if v is not None}

@@ -139,8 +139,10 @@ class Rule(_Strict):
 class Script(_Strict):
     """A whole script: the models it lists, its rules, its ordered replies, a fallback."""
 
-    models: list[str] = Field(default_factory=lambda: ["mock"], min_length=1)
-    """Model ids listed by GET /v1/models; any model name is answered."""
+    models: list[str] | None = Field(default=None, min_length=1)
+    """Model ids listed by GET /v1/models; a request for another model is refused with
+    HTTP 404 naming them, as a real server refuses it. None (no ``models``): every model
+    name is answered, and the list is empty, as on a server that lists nothing."""
     rules: list[Rule] = Field(default_factory=list)
     """Tried first, in order."""
     replies: list[Reply] = Field(default_factory=list)

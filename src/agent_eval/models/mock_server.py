@@ -126,7 +126,7 @@ class MockModelServer:
     def health(self) -> dict[str, Any]:
         """``GET /health``: the models, and whether the scripted model has a chat template
         when the script says."""
-        health: dict[str, Any] = {"status": "ok", "models": list(self.script.models)}
+        health: dict[str, Any] = {"status": "ok", "models": list(self.script.models or [])}
         if self.script.chat_template is not None:
             health["chat_template"] = self.script.chat_template
         return health
@@ -148,6 +148,11 @@ class MockModelServer:
         if request.get("stream"):
             return _error(400, "the scripted model server does not stream; send stream=false")
         model = str(request.get("model", ""))
+        served = self.script.models
+        if served is not None and model not in served:
+            return _error(
+                404, f"model {model!r} is not served here; use one of {', '.join(served)}"
+            )
         with self._lock:
             turn, reply = self.script.choose(messages, model, self._used)
         fault: str | None = reply.fault if reply is not None else None
@@ -290,7 +295,8 @@ def _app(mock: MockModelServer) -> Starlette:
         mock._connected(tuple(client) if client else None)
         path, method = request.url.path.rstrip("/"), request.method
         if method == "GET" and path == "/v1/models":
-            data = [{"id": m, "object": "model", "owned_by": "mock"} for m in mock.script.models]
+            served = mock.script.models or []
+            data = [{"id": m, "object": "model", "owned_by": "mock"} for m in served]
             if mock.script.tool_mode is not None:
                 data = [{**entry, "tool_mode": mock.script.tool_mode} for entry in data]
             return _reply(200, {}, json.dumps({"object": "list", "data": data}).encode())

@@ -180,6 +180,8 @@ class Summary(Record):
     """Attempts whose endpoint failed even after retries."""
     retried_attempts: int | None = None
     """Attempts that needed at least one infra retry."""
+    retried_passed: int | None = None
+    """Retried attempts that passed after a retry."""
     first_try_success_rate: float | None = None
     """Success rate counting an attempt that needed a retry as failed, to 3 decimals."""
     cost_unpriced_attempts: int | None = None

@@ -67,6 +67,7 @@ class Tally:
         self.prices = prices or {}
         self.runs = self.passed = self.infra = self.retried = self.first_try = 0
         self.copied = 0
+        self.retried_passed = 0
         self.steps = self.steps_sq = self.tokens = self.tokens_sq = 0
         self.millis = 0  # rows keep seconds to 3 decimals, so milliseconds sum exactly
         self.classes: Counter[str] = Counter()
@@ -89,6 +90,7 @@ class Tally:
             self.infra += 1
         if retries:
             self.retried += 1
+            self.retried_passed += passed
         elif passed:
             self.first_try += 1
         if passed and row.copied_share is not None:
@@ -185,6 +187,7 @@ class Tally:
             "model_runs": model_runs,
             "infra_errors": self.infra,
             "retried_attempts": self.retried,
+            "retried_passed": self.retried_passed,
             "first_try_success_rate": _round(self.first_try / runs if runs else None, 3),
         }
 

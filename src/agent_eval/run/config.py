@@ -142,6 +142,8 @@ class RunConfig:
     (default: $AGENT_EVAL_SANDBOX, else auto)."""
     sandbox_network: str = "model"
     """What a sandboxed agent may reach: the model endpoint, nothing, or the host network."""
+    preflight: bool = False
+    """Check, before the first attempt, that the endpoint answers and lists the models."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:

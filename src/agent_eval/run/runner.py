@@ -56,8 +56,10 @@ from agent_eval.results import (
 from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.config import RunConfig
+from agent_eval.run.early_warnings import EarlyWarnings
 from agent_eval.run.executor import Slot, executor_class, make_executor
 from agent_eval.run.outputs import BackgroundWriter, InOrder
+from agent_eval.run.preflight import check_endpoint
 from agent_eval.run.sandboxed import resolve as resolve_sandbox
 from agent_eval.run.sandboxed import visible_folder
 from agent_eval.run.secrets import Redactor, public_options, run_redactor, with_secret_options
@@ -160,6 +162,10 @@ def prepare(config: RunConfig) -> PreparedRun:
     agent = load_agent(config.agent)
     executor_class(config.executor)  # a missing extra fails here, before anything runs
     source, note = workspace_source(loaded, config.workspace, config.allow_empty_workspace)
+    if config.preflight:
+        named = {"--model": config.model, "--router-model": config.router_model}
+        check_endpoint(config.base_url, config.api_key,
+                       {flag: name for flag, name in named.items() if name})  # fmt: skip
     prepared = PreparedRun(config, loaded, tasks, agent, source, note)
     if config.out is None and config.resume is None and config.results_dir is not None:
         config = prepared.config = replace(config, out=_default_out(prepared, config.results_dir))
@@ -334,10 +340,11 @@ def _execute(
     by_id = {t.id: t for t in prepared.tasks}
     plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
     clock = time.perf_counter()
+    watch = EarlyWarnings(on_notice, config.max_infra_retries)
 
     def attempt(slot: Slot, position: int, stop: threading.Event) -> Scored:
         task_id, number = order.key(position)
-        return _with_retries(config, slot, by_id[task_id], number, stop)
+        return _with_retries(config, slot, by_id[task_id], number, stop, watch)
 
     def keep(index: int, scored: Scored) -> None:
         """Trajectory file, then journal line, then the caller: each step can rely on
@@ -348,6 +355,7 @@ def _execute(
         journal.append(scored.row, kept)
         # what the console shows (an answer, an error) is the row as journaled, redacted
         in_order.put(index, scored.row if kept == text else AttemptResult.model_validate_json(kept))
+        watch.finished(scored.row)
 
     in_order = InOrder(on_attempt)
     writer = BackgroundWriter()
@@ -436,6 +444,7 @@ def _with_retries(
     task: Task,
     number: int,
     stop: threading.Event,
+    watch: EarlyWarnings | None = None,
 ) -> Scored:
     """One attempt, tried again after an endpoint failure up to --max-infra-retries, with
     backoff that honours Retry-After; a failed try's files are kept under `.tryN`."""
@@ -443,6 +452,8 @@ def _with_retries(
         scored = slot.run_try(task, number)
         if scored.row.failure_class != "infra_error" or try_number == config.max_infra_retries:
             break
+        if watch is not None:
+            watch.retrying(scored.row)
         scored.save(config.trajectory_dir, tag=f".try{try_number + 1}")
         delay = config.retry_backoff * 2**try_number
         wait = (scored.infra or {}).get("retry_after")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agent_eval.errors import ConfigError
-from agent_eval.suite import LoadedSuite
+from agent_eval.suite import LoadedSuite, shipped_suites
 
 MEMORY_SCRATCH = Path("/dev/shm")
 """Where attempt workspaces go when it exists: they are scratch, and creating files on a
@@ -72,7 +72,7 @@ def check_workspace(loaded: LoadedSuite, workspace: Path | None, allow_empty: bo
         if not workspace.exists():
             raise ConfigError(
                 f"--workspace {workspace}: no such folder, and suite {label} has no documents "
-                f"to create it with; create it with the agent's documents"
+                f"to create it with; create it with the agent's documents ({_shipped_documents()})"
             )
         raise ConfigError(
             f"--workspace {workspace}: the folder is empty; put the agent's documents in it, "
@@ -87,7 +87,19 @@ def check_workspace(loaded: LoadedSuite, workspace: Path | None, allow_empty: bo
     )
     raise ConfigError(
         f"suite {label}: no documents to work on ({where}); give --workspace DIR with the "
-        f"agent's documents, or --allow-empty-workspace if the tasks need none"
+        f"agent's documents ({_shipped_documents()}), or --allow-empty-workspace if the tasks "
+        "need none"
+    )
+
+
+def _shipped_documents() -> str:
+    """Where documents can come from: the shipped suites' folders, and `init`, which
+    copies one into a folder of one's own."""
+    here = " (./agent-workspace is here)" if _has_files(Path("agent-workspace")) else ""
+    folders = ", ".join(str(path.parent / "workspace") for path in shipped_suites().values())
+    return (
+        f"the shipped suites' documents are in {folders}; `agent-eval init DIR` copies "
+        f"part26's (--suite NAME: another's) into DIR/agent-workspace{here}"
     )
 
 
