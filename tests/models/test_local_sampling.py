@@ -21,7 +21,7 @@ pytest.importorskip("llama_cpp", reason="the local extra is not installed")
 import llama_cpp
 
 from agent_eval.models.local_engine import LlamaPool, chat_completion
-from agent_eval.models.local_sampling import grammar_first_llama
+from agent_eval.models.local_sampling import grammar_first_llama, safe_llama
 from agent_eval.models.local_server import locate_default_model
 
 ACTIONS = ["search_documents", "read_file", "finish"]
@@ -93,7 +93,7 @@ def keeps_to_the_schema(text: str) -> bool:
 def test_greedy_output_is_the_same_as_the_full_grammar_test(prompt: str) -> None:
     path = str(locate_default_model())
     outputs = []
-    for make in (llama_cpp.Llama, grammar_first_llama(llama_cpp)):
+    for make in (safe_llama(llama_cpp), grammar_first_llama(llama_cpp)):
         llm = make(model_path=path, n_ctx=1024, n_threads=1, verbose=False)
         grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(SCHEMA), verbose=False)
         reply = llm.create_chat_completion(

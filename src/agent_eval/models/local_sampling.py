@@ -77,11 +77,35 @@ class GenerationStopped(Exception):
 
 
 @lru_cache(maxsize=1)
-def grammar_first_llama(llama_cpp: ModuleType) -> Any:
-    """`llama_cpp.Llama` whose grammar-constrained sampling is grammar-first, and whose
-    generation raises GenerationStopped between tokens once ``stop_requested`` is set."""
+def safe_llama(llama_cpp: ModuleType) -> Any:
+    """`llama_cpp.Llama`, kept off llama.cpp's extra weight buffers on a CPU that lists AMX.
 
-    class GrammarFirstLlama(llama_cpp.Llama):  # type: ignore[misc,name-defined]
+    llama.cpp repacks weights into extra buffer types, AMX tiles among them, on a CPU that
+    lists AMX; a virtual machine can list AMX and still fault on its first tile
+    instruction, killing the server. A 270M model loses little by keeping the plain layout.
+    """
+
+    class SafeLlama(llama_cpp.Llama):  # type: ignore[misc,name-defined]
+        @property
+        def model_params(self) -> Any:
+            return self._model_params
+
+        @model_params.setter
+        def model_params(self, params: Any) -> None:
+            if cpu_lists_amx():
+                params.use_extra_bufts = False
+            self._model_params = params
+
+    return SafeLlama
+
+
+@lru_cache(maxsize=1)
+def grammar_first_llama(llama_cpp: ModuleType) -> Any:
+    """`llama_cpp.Llama` (as ``safe_llama`` makes it) whose grammar-constrained sampling is
+    grammar-first, and whose generation raises GenerationStopped between tokens once
+    ``stop_requested`` is set."""
+
+    class GrammarFirstLlama(safe_llama(llama_cpp)):  # type: ignore[misc]
         stop_requested = threading.Event()  # each pool gives its instances their own
 
         def generate(self, *args: Any, **kwargs: Any) -> Iterator[int]:
@@ -91,20 +115,6 @@ def grammar_first_llama(llama_cpp: ModuleType) -> Any:
                 if self.stop_requested.is_set():
                     raise GenerationStopped
                 yield token
-
-        @property
-        def model_params(self) -> Any:
-            return self._model_params
-
-        @model_params.setter
-        def model_params(self, params: Any) -> None:
-            # llama.cpp repacks weights into extra buffer types, AMX tiles among them, on a
-            # CPU that lists AMX; a virtual machine can list AMX and still fault on its
-            # first tile instruction, killing the server. A 270M model loses little by
-            # keeping the plain layout there.
-            if cpu_lists_amx():
-                params.use_extra_bufts = False
-            self._model_params = params
 
         def _init_sampler(self, *args: Any, grammar: Any = None, **kwargs: Any) -> Any:
             chain = super()._init_sampler(*args, grammar=None, **kwargs)
