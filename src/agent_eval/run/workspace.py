@@ -224,7 +224,9 @@ def fresh_workspace(
 
 
 def _copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
-    """Copy files and folders, and symbolic links as links (never followed).
+    """Copy files and folders, and symbolic links as links (never followed), with their
+    modification times: what an agent sees (`ls -l`) is the same in every attempt and in
+    a replay of it.
 
     A plain walk: shutil.copytree's checks on every file cost more than copying a
     suite's few small documents, and this runs once per attempt.
@@ -240,3 +242,10 @@ def _copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) -
             elif entry.is_file():
                 with open(entry.path, "rb") as reader, open(destination, "wb") as writer:
                     shutil.copyfileobj(reader, writer)
+                _same_times(entry.path, destination)
+    _same_times(source, target)  # after its entries, whose creation changed it
+
+
+def _same_times(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    made = os.stat(source)
+    os.utime(target, ns=(made.st_atime_ns, made.st_mtime_ns))
