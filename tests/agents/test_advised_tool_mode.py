@@ -91,7 +91,7 @@ def run_args(server: MockModelServer, folder: Path, agent: str, *extra: str) -> 
 def test_the_run_header_says_which_mode_was_advised(
     mock_model: Start, agent_eval: Cli, tmp_path: Path
 ) -> None:
-    server = mock_model({"replies": REPLIES, "tool_mode": "json"})
+    server = mock_model({"models": ["mock"], "replies": REPLIES, "tool_mode": "json"})
     done = agent_eval(*run_args(server, tmp_path, "builtin:minimal"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "minimal x mock: 1 task(s), 1 attempt(s) each"
@@ -115,9 +115,9 @@ def test_the_run_header_says_which_mode_was_advised(
 def test_no_note_when_the_advice_does_not_apply(
     mock_model: Start, agent_eval: Cli, tmp_path: Path, agent: str, extra: tuple[str, ...]
 ) -> None:
-    server = mock_model({"replies": REPLIES, "tool_mode": "json"})
+    server = mock_model({"models": ["mock"], "replies": REPLIES, "tool_mode": "json"})
     done = agent_eval(*run_args(server, tmp_path, agent, *extra), cwd=tmp_path)
-    assert done.returncode in (0, 2), done.stderr
+    assert done.returncode in (0, 2, 3), done.stderr  # 3: the script ran out of replies
     assert "tool mode" not in done.stderr
 
 

@@ -24,7 +24,9 @@ def run(tmp_path: Path, out: str, **extra: Any) -> list[AttemptResult]:
     settings: dict[str, Any] = {
         "agent": "builtin:minimal", "tasks": "part26", "task_ids": TASKS, "model": "mock",
         "out": tmp_path / out, "trajectory_dir": tmp_path / "traj", "retry_backoff": 0.01,
-        "api_key": KEY, "repeats": 2, **extra,
+        "api_key": KEY, "repeats": 2,
+        # a set tool mode: the agent asks no /v1/models advice, so calls are the replies'
+        "options": {"tool_mode": "native"}, **extra,
     }  # fmt: skip
     return execute(prepare(RunConfig(**settings))).rows
 

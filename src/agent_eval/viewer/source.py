@@ -371,8 +371,11 @@ class Library:
         with self._lock:
             reading = self._reading.setdefault(run_id, threading.Lock())
         with reading:
-            with self.open_confined(source.path, RUN_FILE_LIMIT):
-                pass  # still a regular file under the folders given, and not too large
+            if source.kind == "foreign" and source.path.is_dir():
+                self.confined(source.path)  # another harness's folder (ATIF, a Harbor job)
+            else:
+                with self.open_confined(source.path, RUN_FILE_LIMIT):
+                    pass  # still a regular file under the folders given, and not too large
             signature = _signature(source.path)
             cached = self._loaded.get(run_id)
             if cached is not None and cached[0] == signature:
