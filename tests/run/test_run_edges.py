@@ -45,7 +45,7 @@ def _resume_recovers(folder: Path, cwd: Path) -> None:
     results hold all four attempts once each."""
     journal = folder / "r.json.journal.jsonl"
     kept = len(journal.read_text().splitlines()) - 1
-    assert kept >= 2  # the small task's two attempts at least
+    assert kept >= 1  # rows are attempt-major: the small task's first attempt at least
     again = _run(["run", "--agent", "agent.py", "--tasks", "suite.json", "--repeats", "2",
                   "--resume", str(folder / "r.json"), "--trajectory-dir", str(folder / "t")],
                  cwd)  # fmt: skip
