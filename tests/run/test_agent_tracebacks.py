@@ -5,7 +5,9 @@ the viewer's attempt page."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from agent_eval.viewer import Library, Views
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 AGENT = """\
 import json
 
@@ -48,6 +51,17 @@ def run(agent_eval: Cli, folder: Path, *extra: str) -> subprocess.CompletedProce
     suite(folder)
     args = ["run", "--agent", "my_agent.py", "--tasks", "suite.json", "--out", "r.json"]
     return agent_eval(*args, "--allow-empty-workspace", *extra, cwd=folder)
+
+
+def console(folder: Path, *extra: str) -> list[str]:
+    """What a terminal shows: stdout and stderr as one stream, in the order written."""
+    suite(folder)
+    args = ["run", "--agent", "my_agent.py", "--tasks", "suite.json", "--out", "r.json"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([str(AGENT_EVAL), *args, "--allow-empty-workspace", *extra],
+                          cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120, env=env)  # fmt: skip
+    return done.stdout.splitlines()
 
 
 def rows(folder: Path) -> dict[str, dict[str, Any]]:
@@ -90,15 +104,16 @@ def test_the_standard_librarys_and_the_harnesss_frames_are_left_out(
 def test_the_console_shows_the_last_frame_under_the_bad_line(
     agent_eval: Cli, tmp_path: Path
 ) -> None:
-    lines = run(agent_eval, tmp_path).stdout.splitlines()
+    lines = console(tmp_path)
     at = next(i for i, line in enumerate(lines) if line.startswith("  BAD t-crash"))
     assert lines[at + 1] == f"        at my_agent.py:{PICK_LINE} in pick: return items[3]"
+    assert "        at " not in run(agent_eval, tmp_path).stdout  # stdout is the course's
     fine = next(i for i, line in enumerate(lines) if line.startswith("  ok  t-fine"))
     assert not lines[fine + 1].strip().startswith("at ")
 
 
 def test_debug_prints_every_frame(agent_eval: Cli, tmp_path: Path) -> None:
-    lines = run(agent_eval, tmp_path, "--debug").stdout.splitlines()
+    lines = console(tmp_path, "--debug")
     at = next(i for i, line in enumerate(lines) if line.startswith("  BAD t-crash"))
     assert lines[at + 1 : at + 3] == [
         f"        at my_agent.py:{RUN_TASK_LINE} in run_task: return pick([1, 2])",

@@ -341,8 +341,8 @@ def run(**flags: Any) -> int:
             click.echo(attempt_line(row, width))
             if is_copied_pass(row.passed, row.answer, row.copied_share):
                 copied.append(f"{row.id} r{row.attempt}")
-            for line in crash_lines(row, every=debug):
-                click.echo(line)
+            for line in crash_lines(row, every=debug):  # ours: stdout stays the course's
+                click.echo(line, err=True)
             if flags["verbose"]:
                 for line in attempt_detail(row):
                     click.echo(line)
