@@ -40,6 +40,11 @@ QUANTITY_WORDS = ("max", "min", "num", "count", "limit", "budget", "length", "le
                   "reply", "prompt", "completion", "context", "ctx", "total")  # fmt: skip
 """Words of counts and limits: max_tokens, reply_tokens or token_limit name a number,
 not a secret."""
+SETTING_WORDS = ("mode", "type", "method", "scheme", "kind", "url", "uri", "host", "port",
+                 "file", "path", "dir", "enabled", "required", "name")  # fmt: skip
+"""Words of settings about a secret, not the secret: RAY_AUTH_MODE=token or
+API_KEY_FILE=/run/key name a mode and a path (scrubbing the word "token" from every
+text would garble the results)."""
 SECRET_OPTIONS_KEY = "secret_options"
 """The option that lists, for the agent, the names of the options given as secret."""
 REDACTED = "[redacted]"
@@ -49,7 +54,7 @@ MIN_SECRET_LENGTH = 4
 
 def _named_like(name: str, words: tuple[str, ...]) -> bool:
     parts = [part for part in re.split(r"[^a-z0-9]+", name.lower()) if part]
-    if any(part in QUANTITY_WORDS for part in parts):
+    if any(part in QUANTITY_WORDS or part in SETTING_WORDS for part in parts):
         return False
     for part in parts:
         if part.startswith(("max", "min", "num")):  # maxtokens; MINIO_SECRET_KEY is a secret

@@ -187,14 +187,16 @@ def test_secret_names_old_and_new() -> None:
                  "pass", "hf_tokens", "hftoken", "oauth", "AWS_SECRET_ACCESS_KEY"]:  # fmt: skip
         assert is_secret_name(name), name
     for name in ["max_tokens", "maxtokens", "token_limit", "num_keys", "tool_mode", "keyboard",
-                 "passage", "author", "temperature", "model"]:  # fmt: skip
+                 "passage", "author", "temperature", "model", "reply_tokens", "prompt_tokens",
+                 "auth_mode", "api_key_file"]:  # fmt: skip
         assert not is_secret_name(name), name
     for name in ["OPENAI_API_KEY", "MY_CLOUD_SECRET", "HF_TOKEN", "GITHUB_TOKEN", "PGPASSWORD",
                  "DB_PASS", "AWS_SECRET_ACCESS_KEY", "NPM_AUTH_TOKEN", "MINIO_SECRET_KEY",
                  "AWS_SESSION_TOKEN"]:  # fmt: skip
         assert is_secret_env_name(name), name
     # ordinary desktop settings whose values are words: never scrubbed from text
-    for name in ["XDG_SESSION_CLASS", "DESKTOP_SESSION", "HOME", "PATH", "LANG"]:
+    # and settings about a secret: RAY_AUTH_MODE=token must not scrub "token" from the rows
+    for name in ["XDG_SESSION_CLASS", "DESKTOP_SESSION", "HOME", "PATH", "LANG", "RAY_AUTH_MODE"]:
         assert not is_secret_env_name(name), name
     assert environment_secrets({"XDG_SESSION_CLASS": "user", "HF_TOKEN": "hf_x1"}) == ["hf_x1"]
 
