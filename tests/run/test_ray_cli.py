@@ -64,14 +64,19 @@ def test_a_run_on_a_head_node_prints_the_course_layout(
         cwd=tmp_path, env=ray_head.env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    lines = done.stdout.splitlines()[:5]
-    assert [line[:-9] for line in lines[1:4]] == [  # all but the seconds, a timing
+    lines = done.stdout.splitlines()[:6]
+    assert [line[:-9] for line in lines[2:5]] == [  # all but the seconds, a timing
         "  BAD t0               r1   0 step(s)        0 tok",
         "  ok  t1               r1   1 step(s)      100 tok",
         "  ok  t2               r1   2 step(s)      200 tok",
     ]
-    assert (lines[0], lines[4]) == ("agent x local/chat: 3 task(s), 1 attempt(s) each", "")
-    assert all(line.endswith("s") and line[-6:-1].strip() for line in lines[1:4])
+    # the header, then the course's blank line under it; a blank line before the summary
+    assert (lines[0], lines[1], lines[5]) == (
+        "agent x local/chat: 3 task(s), 1 attempt(s) each",
+        "",
+        "",
+    )
+    assert all(line.endswith("s") and line[-6:-1].strip() for line in lines[2:5])
     assert "success rate  0.67  (2 of 3)" in done.stdout
     assert "Error" not in done.stderr
     document = json.loads((tmp_path / "r.json").read_text())
@@ -164,10 +169,10 @@ def test_a_killed_driver_loses_nothing_journaled_and_the_other_executor_resumes_
                           timeout=120)  # fmt: skip
     assert done.returncode == 2, done.stderr
     rows = json.loads((tmp_path / "r.json").read_text())["results"]
-    assert [(r["id"], r["attempt"]) for r in rows] == [
-        (f"t{i}", a) for i in range(6) for a in (1, 2)
+    assert [(r["id"], r["attempt"]) for r in rows] == [  # attempt-major, as the course
+        (f"t{i}", a) for a in (1, 2) for i in range(6)
     ]
-    assert [r["checks"]["passed"] for r in rows] == [i % 3 != 0 for i in range(6) for _ in (1, 2)]
+    assert [r["checks"]["passed"] for r in rows] == [i % 3 != 0 for _ in (1, 2) for i in range(6)]
     calls = Counter(
         tuple(line.split()) for line in (tmp_path / "calls.log").read_text().splitlines()
     )

@@ -29,6 +29,7 @@ def run(tmp_path: Path, name: str, **fields: Any) -> dict[str, Any]:
     config = RunConfig(agent="builtin:minimal", tasks="part26", repeats=2, concurrency=2,
                        task_ids=("r-gateway-port", "r-backup-window"), model="mock",
                        executor="ray", api_key=KEY, out=out, trajectory_dir=out.parent / "traj",
+                       options={"tool_mode": "native"},  # no /v1/models advice asked
                        **fields)  # fmt: skip
     execute(prepare(config))
     return json.loads(out.read_text())  # type: ignore[no-any-return]
