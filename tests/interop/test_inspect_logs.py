@@ -201,8 +201,8 @@ def test_bad_inputs_get_one_error_line(cli: Cli, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("module", "path", "extra"), [
-    ("inspect_ai", "run.eval", "agent-eval[inspect]"),
-    ("atif", "atif-folder", "agent-eval[harbor]"),
+    ("inspect_ai", "run.eval", "inspect"),
+    ("atif", "atif-folder", "harbor"),
 ])  # fmt: skip
 def test_without_the_extra_the_error_says_how_to_install_it(
     module: str, path: str, extra: str, inspect_run: InspectRun, tmp_path: Path, cli: Cli
@@ -222,7 +222,10 @@ def test_without_the_extra_the_error_says_how_to_install_it(
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"Error: {target}: ") and f"pip install '{extra}'" in done.stderr
+    assert (
+        done.stderr.startswith(f"Error: {target}: ")
+        and f"pip install -e '.[{extra}]'" in done.stderr
+    )
 
 
 def test_history_lists_runs_of_every_harness(

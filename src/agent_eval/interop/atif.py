@@ -32,7 +32,7 @@ from agent_eval.trace.trajectory import safe_part
 if TYPE_CHECKING:
     from atif import Trajectory
 
-INSTALL = "pip install 'agent-eval[harbor]'"
+INSTALL = "pip install -e '.[harbor]' in the agent-eval clone"
 SCHEMA_VERSION = "ATIF-v1.6"
 """The ATIF version written: plain-text messages and tool observations, which every
 ATIF reader since 1.6 accepts."""

@@ -28,7 +28,7 @@ from agent_eval.results import RunHead, RunResults
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
-INSTALL = "pip install 'agent-eval[inspect]'"
+INSTALL = "pip install -e '.[inspect]' in the agent-eval clone"
 
 LIMIT_STOPS: dict[str, str] = {
     "message": "turn_limit",
