@@ -19,7 +19,7 @@ __all__ = ["ForeignRun", "foreign_kind", "load_run", "load_runs", "run_paths"]
 
 def foreign_kind(path: Path) -> str | None:
     """inspect or atif when ``path`` is another harness's run, None otherwise."""
-    from agent_eval.interop.atif import is_atif_folder, looks_like_atif
+    from agent_eval.interop.atif import file_start, is_atif_folder, looks_like_atif
 
     if path.is_dir():
         return "atif" if is_atif_folder(path) else None
@@ -27,11 +27,7 @@ def foreign_kind(path: Path) -> str | None:
         return "inspect"
     if path.suffix != ".json":
         return None
-    try:
-        with path.open("rb") as handle:
-            start = handle.read(4096)
-    except OSError:
-        return None
+    start = file_start(path)
     if looks_like_atif(start):
         return "atif"
     inspect_keys = all(key in start for key in (b'"eval"', b'"status"', b'"version"'))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +71,9 @@ def trial_folders(folder: Path) -> list[Path]:
 
 def atif_files(folder: Path) -> list[Path]:
     """The ATIF files directly in ``folder``."""
-    return sorted(p for p in folder.glob("*.json") if p.is_file() and looks_like_atif(_start(p)))
+    return sorted(
+        p for p in folder.glob("*.json") if p.is_file() and looks_like_atif(file_start(p))
+    )
 
 
 def is_atif_folder(folder: Path) -> bool:
@@ -80,12 +84,19 @@ def is_atif_folder(folder: Path) -> bool:
         return False
 
 
-def _start(path: Path) -> bytes:
+def file_start(path: Path, size: int = 4096) -> bytes:
+    """The first bytes of a regular file, to tell its format; empty for anything else,
+    and never blocking: a FIFO named like a run is not read."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(4096)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
         return b""
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def read_atif(path: Path) -> list[ForeignRun]:
