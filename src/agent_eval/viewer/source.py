@@ -395,9 +395,13 @@ class Library:
         """``path`` when it lies inside a given folder and no part of it is a symbolic
         link; ResultsError otherwise."""
         absolute = Path(os.path.abspath(path))
-        if absolute != absolute.resolve() or not any(
-            absolute.is_relative_to(root) for root in self.roots
-        ):
+        try:
+            resolved = absolute.resolve()
+        except OSError as error:  # a link swapped while it was being followed
+            raise ResultsError(
+                f"{path}: changed while it was read ({error.strerror}); not shown"
+            ) from None
+        if absolute != resolved or not any(absolute.is_relative_to(root) for root in self.roots):
             raise ResultsError(f"{path}: outside the folders given to view; not shown")
         return absolute
 
