@@ -38,8 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import ISOLATIONS, Isolation, RunConfig
 from agent_eval.suite import load_suite
 
 SCRIPT = {

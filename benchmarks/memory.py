@@ -29,7 +29,7 @@ def run_task(task, options):
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from agent_eval.run.config import RunConfig
+from agent_eval.run.settings import RunConfig
 from agent_eval.run.runner import execute, prepare
 root, repeats = Path(sys.argv[1]), int(sys.argv[2])
 config = RunConfig(agent=str(root / "agent.py"), tasks=str(root / "suite.json"),

@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import ISOLATIONS, Isolation, RunConfig
 from agent_eval.suite import load_suite
 
 AGENT = """

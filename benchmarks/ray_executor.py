@@ -38,8 +38,8 @@ from typing import Any
 
 from concurrency import SCRIPT, add_scratch_option, load_average, mock_model, process_cpu
 
-from agent_eval.run.config import ISOLATIONS, Isolation, RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import ISOLATIONS, Isolation, RunConfig
 from agent_eval.suite import load_suite
 
 TICK = os.sysconf("SC_CLK_TCK")

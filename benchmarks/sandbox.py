@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
 
 AGENT = """

@@ -68,22 +68,22 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
     """A worker process (run.agent_host) imports neither the parent's side of the worker
     nor pydantic: every page it holds is one more for each attempt's copy to share."""
     code = (
-        "import sys, agent_eval.run.agent_host\n"
+        "import sys, agent_eval.run.executors.agent_host\n"
         "print(' '.join(sorted(m for m in sys.modules "
         "if m.startswith(('agent_eval.', 'pydantic')))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [
         "agent_eval.agents", "agent_eval.agents.entry", "agent_eval.agents.outage",
-        "agent_eval.errors", "agent_eval.run",
-        "agent_eval.run.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
+        "agent_eval.errors", "agent_eval.run", "agent_eval.run.executors",
+        "agent_eval.run.executors.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
     ]  # fmt: skip
 
 
 def test_the_core_never_imports_an_extra() -> None:
     """A run on the local executor works without the ray extra: nothing imports it."""
     code = (
-        "import sys, agent_eval.cli, agent_eval.run.runner, agent_eval.run.executor\n"
+        "import sys, agent_eval.cli, agent_eval.run.runner, agent_eval.run.executors.local\n"
         "print(sorted(m for m in ('ray', 'llama_cpp', 'opentelemetry') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -212,3 +212,26 @@ def write_all(fd: int) -> Callable[[bytes], None]:
             view = view[os.write(fd, view) :]
 
     return write
+
+
+def public_options(options: Mapping[str, Any], secret: Iterable[str] = ()) -> dict[str, Any]:
+    """Options as they may be recorded: the values of secret-named options and of the
+    ``secret`` ones (--secret-option) replaced, however short."""
+    hidden = secret_option_names(options) | set(secret)
+    return {k: REDACTED if k in hidden else v for k, v in options.items()}
+
+
+def with_secret_options(options: Mapping[str, str], secret: Mapping[str, str]) -> dict[str, Any]:
+    """The options an agent is given: ``options``, then the ``secret`` ones (--secret-option),
+    whose names are listed under SECRET_OPTIONS_KEY so that the agent, and its logs, know."""
+    if not secret:
+        return dict(options)
+    return {**options, **secret, SECRET_OPTIONS_KEY: sorted(secret)}
+
+
+def run_redactor(
+    api_key: str | None, options: Mapping[str, str], secret: Mapping[str, str]
+) -> Redactor:
+    """The redactor of a run: its API key, its secret options (by name or given as
+    secret), and the environment's variables named like secrets."""
+    return Redactor.for_run(api_key, with_secret_options(options, secret))

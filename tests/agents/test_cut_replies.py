@@ -13,8 +13,8 @@ import pytest
 from agent_eval.agents import minimal, multi_agent
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.records import AgentReply
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 Start = Callable[..., MockModelServer]
 Options = Callable[..., dict[str, Any]]

@@ -18,8 +18,8 @@ import pytest
 from agent_eval.agents import minimal, multi_agent, prompts
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.records import Checks
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.score.checks import score_attempt, tools_used
 from agent_eval.suite.load import load_suite
 

@@ -10,8 +10,8 @@ from typing import Any
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.replay import read_recording
 from agent_eval.results import AttemptResult
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 KEY = "sk-replay-secret-0123456789"
 SEARCH = {"tool_calls": [{"name": "search_documents", "arguments": {"query": "gateway port"}}]}

@@ -16,8 +16,8 @@ from starlette.routing import Route
 
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.replay import read_recording
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.web import AppServer
 
 ROOT = Path(__file__).resolve().parents[2]

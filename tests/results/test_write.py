@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_eval.redaction import REDACTED, Redactor
 from agent_eval.results import ResultsHead, write_results
-from agent_eval.run.secrets import REDACTED, Redactor
 
 
 @pytest.mark.parametrize("rows", [[], [b'{"n": 1}', b'{"n": 2, "s": "\\u00e9"}']])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_eval.errors import ConfigError
-from agent_eval.run.cluster import Node, refuse_unreachable, split_slots
+from agent_eval.run.executors.cluster import Node, refuse_unreachable, split_slots
 
 
 def nodes(*cpus: float) -> list[Node]:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 ANSWER = {"content": "The model gateway listens on port 4000."}
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent_eval.errors import AgentLoadError
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 BAD_AGENT = """
 import os, time, ctypes, pathlib

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import ray
 
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 

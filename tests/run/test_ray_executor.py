@@ -13,8 +13,8 @@ import pytest
 
 from agent_eval.errors import AgentLoadError
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -204,8 +204,8 @@ def test_for_nodes_on_other_machines_the_files_go_through_the_cluster_store(
 ) -> None:
     import ray
 
-    from agent_eval.run.ray_executor import ship
-    from agent_eval.run.travel import gather
+    from agent_eval.run.executors.ray import ship
+    from agent_eval.run.executors.travel import gather
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("alpha")

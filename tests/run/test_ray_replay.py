@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

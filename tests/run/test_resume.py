@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from agent_eval.records import Checks
 from agent_eval.results import AttemptResult, Journal, Order, RunHead, append_labbook
-from agent_eval.trace.trajectory import safe_part, trajectory_name, write_new_file
+from agent_eval.trajectory import safe_part, trajectory_name, write_new_file
 
 SLOW_AGENT = """
 import os, pathlib, time

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.score.snapshot import DIFF_CUT_MARK, MAX_WORKSPACE_DIFF_BYTES, workspace_diff
 
 AGENT_EVAL = Path(sys.executable).with_name("agent-eval")

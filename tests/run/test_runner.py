@@ -10,8 +10,8 @@ import pytest
 
 from agent_eval.errors import AgentLoadError, ConfigError
 from agent_eval.results import AttemptResult
-from agent_eval.run.config import Prices, RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import Prices, RunConfig
 
 AGENT = """
 SCAFFOLD_NAME = "scripted"

@@ -29,8 +29,8 @@ import pytest
 
 from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import RunReport, execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox.bwrap import unavailable
 
 WHY_NOT = unavailable()

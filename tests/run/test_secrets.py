@@ -23,8 +23,8 @@ from agent_eval.redaction import (
     environment_secrets,
     is_secret_env_name,
     is_secret_name,
+    public_options,
 )
-from agent_eval.run.secrets import public_options
 
 API_KEY = "sk-flag-apikey-7731"
 ENV_KEY = "sk-env-openai-5519"
@@ -269,7 +269,7 @@ def test_a_duel_neither_prints_nor_keeps_a_side_s_secrets(
 
 def test_a_malformed_secret_option_is_not_echoed() -> None:
     from agent_eval.errors import ConfigError
-    from agent_eval.run.config import parse_options
+    from agent_eval.run.settings import parse_options
 
     with pytest.raises(ConfigError) as caught:
         parse_options(["hunter2-without-a-key"], "--secret-option")
@@ -280,8 +280,8 @@ def test_an_error_that_quotes_a_secret_is_redacted(
     tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
 ) -> None:
     from agent_eval.errors import AgentLoadError
-    from agent_eval.run.config import RunConfig
     from agent_eval.run.runner import execute, prepare
+    from agent_eval.run.settings import RunConfig
 
     agent = write_agent("""
         def build(options):

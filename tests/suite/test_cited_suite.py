@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from agent_eval.run.audit import audit
 from agent_eval.score.citations import normalise
 from agent_eval.suite import load_suite
+from agent_eval.workflows.audit import audit
 
 
 def test_every_checked_fact_is_in_a_file_the_task_must_cite() -> None:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agent_eval.records import Task
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.score.checks import score_attempt
 from agent_eval.score.state import check_state, describe, snapshot
 from agent_eval.suite import load_suite

@@ -9,8 +9,8 @@ import pytest
 
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.results import AttemptResult
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 RUNBOOK = "src/agent_eval/suites/ops-state/workspace/service-runbook.md"
 

@@ -25,7 +25,7 @@ pytest.importorskip(
 from agent_eval.models.mock_script import load_script
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.trace.otel import OtlpExporter
-from agent_eval.trace.trajectory import read_trajectory
+from agent_eval.trajectory import read_trajectory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 Records = list[dict[str, Any]]

@@ -29,7 +29,7 @@ from phoenix.client import Client
 
 from agent_eval.models.mock_script import load_script
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.trace.trajectory import read_trajectory
+from agent_eval.trajectory import read_trajectory
 
 INSIDE = "AGENT_EVAL_PHOENIX_NETNS"
 """Set in the namespace: the tests below run only there."""

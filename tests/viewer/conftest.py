@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.viewer import open_viewer
 from agent_eval.web import AppServer
 

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 from agent_eval.viewer import open_viewer
 
 HOSTILE = "<img src=x onerror=window.PWNED=1>"

@@ -190,7 +190,7 @@ def coerce_reply(value: Any) -> AgentReply:
     Raises AgentMisbehaved with a one-line reason for anything outside the contract.
     """
     # Imported here: a worker that only loads and runs the agent stays free of pydantic,
-    # which makes each copy of it cheaper (see run/agent_host.py).
+    # which makes each copy of it cheaper (see run/executors/agent_host.py).
     from pydantic import ValidationError
 
     from agent_eval.records import AgentReply

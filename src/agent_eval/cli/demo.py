@@ -31,8 +31,8 @@ from agent_eval.models.local_server import wait_healthy
 from agent_eval.report import load_results, render_report
 from agent_eval.report.lesson import render_lesson
 from agent_eval.results import AttemptResult, iter_rows, read_head
-from agent_eval.run.config import DEFAULT_BASE_URL, RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig
 
 START_TIMEOUT = 600.0
 """Seconds to wait for the model server: the first start assembles the model file."""

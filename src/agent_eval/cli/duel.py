@@ -108,8 +108,8 @@ _FLAG = {param.name: param.opts[0] for param in run.params if param.name}
 @click.option("--resume", help="Continue the duel in this file; its flags hold unless given again.")
 @text_or_json
 def duel(**flags: Any) -> int:
-    from agent_eval.results.duel import SIDES, read_duel
-    from agent_eval.run.duel import DuelConfig, check_sides, play, start_record
+    from agent_eval.results.duel_file import SIDES, read_duel
+    from agent_eval.workflows.duel import DuelConfig, check_sides, play, start_record
 
     previous = None
     if flags["resume"]:
@@ -241,7 +241,7 @@ def _with_recorded(flags: dict[str, Any], recorded: dict[str, Any]) -> dict[str,
 
 def _public_option(pair: str) -> str:
     """An --option pair as it may be recorded: a secret-named one's value redacted."""
-    from agent_eval.run.secrets import REDACTED, is_secret_name
+    from agent_eval.redaction import REDACTED, is_secret_name
 
     key, sep, _ = pair.partition("=")
     return f"{key}={REDACTED}" if sep and is_secret_name(key.strip()) else pair
@@ -249,7 +249,7 @@ def _public_option(pair: str) -> str:
 
 def _public_spec(spec: str | None) -> str | None:
     """A side's string as it may be recorded or printed: no secret in it."""
-    from agent_eval.run.secrets import REDACTED
+    from agent_eval.redaction import REDACTED
 
     if spec is None:
         return None

@@ -71,8 +71,8 @@ def report(
     if len(runs) == 1 and baseline is None:
         text = render_report(runs[0], fmt, cluster)
     else:
-        from agent_eval.report.multi import multi_report
-        from agent_eval.report.multi_render import check_multi_format, render_multi
+        from agent_eval.report.across_runs import multi_report
+        from agent_eval.report.across_runs_text import check_multi_format, render_multi
 
         check_multi_format(fmt)
         doc = multi_report(

@@ -26,7 +26,7 @@ from agent_eval.cli.view import view_command
 from agent_eval.errors import SuiteError
 
 if TYPE_CHECKING:
-    from agent_eval.run.config import RunConfig
+    from agent_eval.run.settings import RunConfig
 
 
 @click.command()
@@ -406,8 +406,8 @@ def tasks_note(prepared: Any) -> str:
 
 def run_config(flags: dict[str, Any]) -> RunConfig:
     """The RunConfig that `run`'s flags describe (also each side of a duel)."""
-    from agent_eval.run.config import Prices, RunConfig, parse_options
     from agent_eval.run.preflight import wanted
+    from agent_eval.run.settings import Prices, RunConfig, parse_options
     from agent_eval.starter import default_tasks
 
     return RunConfig(
@@ -557,7 +557,7 @@ def otlp_exporter(flags: dict[str, Any]) -> Any:
 @click.option("--out", help="Write the rescored results here (default: only print).")
 def rescore(results: str, tasks: str, out: str | None) -> int:
     """Score the saved attempts in RESULTS again against SUITE, without running anything."""
-    from agent_eval.run.rescore import rescore as rescore_results
+    from agent_eval.workflows.rescore import rescore as rescore_results
 
     outcome = rescore_results(Path(results), tasks, optional_path(out))
     for warning in outcome.warnings:
@@ -581,8 +581,8 @@ def audit(suite: str, fmt: str, workspace: str | None, allow_empty_workspace: bo
     """
     import json
 
-    from agent_eval.run.audit import audit as run_audit
     from agent_eval.suite import load_suite
+    from agent_eval.workflows.audit import audit as run_audit
 
     loaded = load_suite(suite)
     note_commands(loaded, command_checks(loaded.suite.tasks))

@@ -34,10 +34,10 @@ def sweep(matrix: str, fmt: str, out: str | None) -> int:
     from agent_eval.cli.console import attempt_line, header, summary_block
     from agent_eval.cli.runs import record_held_out, warn_test_looks
     from agent_eval.report import load_results
-    from agent_eval.report.multi import multi_report
-    from agent_eval.report.multi_render import render_multi
-    from agent_eval.run.matrix import load_sweep
+    from agent_eval.report.across_runs import multi_report
+    from agent_eval.report.across_runs_text import render_multi
     from agent_eval.run.runner import execute, prepare
+    from agent_eval.workflows.sweep import load_sweep
 
     configurations = load_sweep(
         Path(matrix), os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL")

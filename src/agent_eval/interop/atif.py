@@ -29,7 +29,7 @@ from agent_eval.interop.foreign import (
 )
 from agent_eval.records import FailureClass
 from agent_eval.results import RunHead, RunResults
-from agent_eval.trace.trajectory import safe_part
+from agent_eval.trajectory import safe_part
 
 if TYPE_CHECKING:
     from atif import Trajectory

@@ -34,6 +34,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agent_eval.errors import ConfigError
+from agent_eval.redaction import Redactor
 from agent_eval.replay.cache import ResponseCache
 from agent_eval.replay.recording import (
     DROPPED_HEADERS,
@@ -49,8 +50,7 @@ from agent_eval.replay.recording import (
     value_at,
 )
 from agent_eval.replay.source import ReplaySource
-from agent_eval.run.secrets import Redactor
-from agent_eval.trace.trajectory import safe_part
+from agent_eval.trajectory import safe_part
 from agent_eval.web import AppServer, read_body
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]

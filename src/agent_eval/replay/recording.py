@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_eval.run.secrets import REDACTED, is_secret_name
+from agent_eval.redaction import REDACTED, is_secret_name
 
 RECORDING_SCHEMA = 1
 RECORDING_SUFFIX = ".recording.ndjson"

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from agent_eval.report.four import FIGURES
+from agent_eval.report.figures import FIGURES
 from agent_eval.report.text import (
     NOT_ESTIMABLE,
     PLAIN_ABOVE,

@@ -24,7 +24,8 @@ from agent_eval.results.journal import (
 )
 from agent_eval.results.labbook import Labbook, read_labbook
 from agent_eval.results.read import iter_rows, load_results, read_head
-from agent_eval.results.records import (
+from agent_eval.results.rows import Attempt, RunResults, TaskOutcome
+from agent_eval.results.schema import (
     COURSE_TASK_KEYS,
     AttemptResult,
     Budgets,
@@ -37,7 +38,6 @@ from agent_eval.results.records import (
     TaskSummary,
     describe_failure,
 )
-from agent_eval.results.rows import Attempt, RunResults, TaskOutcome
 from agent_eval.results.summary import Tally, tally
 from agent_eval.results.write import append_labbook, atomic_file, row_json, write_results
 

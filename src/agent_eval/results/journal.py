@@ -24,7 +24,7 @@ from agent_eval.errors import ResultsError
 from agent_eval.records import RESULTS_SCHEMA
 from agent_eval.results.legacy import upgrade_row
 from agent_eval.results.read import iter_rows, read_head
-from agent_eval.results.records import AttemptResult
+from agent_eval.results.schema import AttemptResult
 from agent_eval.results.write import atomic_file, row_json
 
 JOURNAL_SUFFIX = ".journal.jsonl"

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from agent_eval.errors import ResultsError
 from agent_eval.results.legacy import upgrade_run
-from agent_eval.results.records import RunHead
+from agent_eval.results.schema import RunHead
 
 
 @dataclass(frozen=True)

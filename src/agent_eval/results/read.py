@@ -20,8 +20,8 @@ from typing_extensions import TypedDict
 from agent_eval.errors import ResultsError
 from agent_eval.records import RESULTS_SCHEMA
 from agent_eval.results.legacy import KNOWN_SCHEMAS, upgrade_row, upgrade_run, upgrade_task
-from agent_eval.results.records import AttemptResult, ResultsHead, RunHead
 from agent_eval.results.rows import Attempt, RunResults, compact, shared
+from agent_eval.results.schema import AttemptResult, ResultsHead, RunHead
 
 
 class _Document(TypedDict):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, get_origin
 
 from agent_eval.records import RESULTS_SCHEMA, Checks
-from agent_eval.results.records import AttemptResult, RunHead
+from agent_eval.results.schema import AttemptResult, RunHead
 
 CHECK_FIELDS = tuple(Checks.model_fields)
 """Checks' fields, in the order ``Attempt.checks`` holds their values."""

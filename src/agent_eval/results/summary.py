@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, Protocol
 
-from agent_eval.results.records import Summary, TaskSummary
 from agent_eval.results.rows import Attempt
+from agent_eval.results.schema import Summary, TaskSummary
 from agent_eval.score.copied import is_copied_pass
 from agent_eval.score.pass_k import pass_hat_k
 

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
-from agent_eval.results.records import AttemptResult, ResultsHead, RunHead
+from agent_eval.results.schema import AttemptResult, ResultsHead, RunHead
 
 Redact = Callable[[str], str]
 """Takes secrets out of text before it reaches a file."""

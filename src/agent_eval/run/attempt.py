@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
+from agent_eval.redaction import Redactor
 from agent_eval.replay import ModelProxy, Traffic, recording_name
 from agent_eval.results import AttemptResult
 from agent_eval.results.legacy import RAISED
-from agent_eval.results.records import Frame
-from agent_eval.run.secrets import Redactor
-from agent_eval.run.worker import Outcome
+from agent_eval.results.schema import Frame
+from agent_eval.run.executors.worker import Outcome
 from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace
 from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.score.checks import classify, score_attempt, tools_used
@@ -25,7 +25,7 @@ from agent_eval.score.copied import copied_share, document_runs
 from agent_eval.score.cost import attempt_cost
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
-from agent_eval.trace.trajectory import trajectory_name, trajectory_text, write_new_file
+from agent_eval.trajectory import trajectory_name, trajectory_text, write_new_file
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ def _score_line(
 
 
 _RAISED = "run_task raised "
-"""How the worker's one-line error begins when run_task raised (run/agent_host.py)."""
+"""How the worker's one-line error begins when run_task raised (run/executors/agent_host.py)."""
 
 
 def _course_stop(error: str | None) -> str | None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from agent_eval.records import Suite, Task
 from agent_eval.results import Budgets, LimitSpread
-from agent_eval.run.config import RunConfig
+from agent_eval.run.settings import RunConfig
 from agent_eval.tools import READ_TOOLS, WRITE_TOOLS
 
 

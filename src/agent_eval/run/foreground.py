@@ -17,15 +17,15 @@ from agent_eval.agents.entry import Agent, AgentMisbehaved, coerce_reply
 from agent_eval.agents.outage import describe as describe_outage
 from agent_eval.agents.outage import find_outage
 from agent_eval.errors import ConfigError
+from agent_eval.redaction import REDACTED, Redactor
 from agent_eval.replay import ModelProxy, ReplaySource, read_recording
 from agent_eval.replay.proxy import OnCall
 from agent_eval.replay.source import recorded_suite
 from agent_eval.results import AttemptResult, iter_rows, read_head
 from agent_eval.run.attempt import run_attempt
-from agent_eval.run.config import DEFAULT_BASE_URL, RunConfig
+from agent_eval.run.executors.worker import Outcome
 from agent_eval.run.runner import attempt_plan, prepare
-from agent_eval.run.secrets import REDACTED, Redactor
-from agent_eval.run.worker import Outcome
+from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Run every selected task of a suite, with repeats, side by side, and lose nothing.
 
-Attempts run in worker processes, on this machine or on a Ray cluster (run/executor.py
+Attempts run in worker processes, on this machine or on a Ray cluster (run/executors/
 is the seam); each finished attempt is journaled the moment it ends (results/journal.py),
 and outputs come out attempt-major, as the course writes them, whatever the completion
 order. Ctrl-C stops taking new attempts and lets running ones finish; a second Ctrl-C
@@ -17,20 +17,20 @@ import shlex
 import signal
 import threading
 import time
-import uuid
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from functools import cached_property, partial
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from agent_eval import __version__
-from agent_eval.agents.entry import Agent, load_agent
+from agent_eval.agents.entry import load_agent
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, CommandCheck, Task
+from agent_eval.redaction import Redactor, public_options, run_redactor, with_secret_options
 from agent_eval.replay import ModelProxy, load_replay
 from agent_eval.results import (
     JOURNAL_SUFFIX,
@@ -55,66 +55,21 @@ from agent_eval.results import (
 )
 from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
-from agent_eval.run.config import RunConfig
 from agent_eval.run.early_warnings import EarlyWarnings
-from agent_eval.run.executor import Slot, executor_class, make_executor
+from agent_eval.run.executors.protocol import Slot, executor_class, make_executor
+from agent_eval.run.executors.sandboxed import resolve as resolve_sandbox
+from agent_eval.run.executors.sandboxed import visible_folder
 from agent_eval.run.outputs import BackgroundWriter, InOrder
 from agent_eval.run.preflight import check_endpoint
-from agent_eval.run.sandboxed import resolve as resolve_sandbox
-from agent_eval.run.sandboxed import visible_folder
-from agent_eval.run.secrets import Redactor, public_options, run_redactor, with_secret_options
+from agent_eval.run.prepared import PreparedRun
+from agent_eval.run.settings import RunConfig
 from agent_eval.run.workspace import workspace_source
 from agent_eval.sandbox.bwrap import Sandbox
-from agent_eval.suite import LoadedSuite, load_suite
-from agent_eval.trace.trajectory import safe_part
+from agent_eval.suite import load_suite
+from agent_eval.trajectory import safe_part
 
 OnAttempt = Callable[[AttemptResult], None]
 MAX_RETRY_WAIT = 60.0
-
-
-@dataclass
-class PreparedRun:
-    """A run whose inputs all validated: nothing has executed yet."""
-
-    config: RunConfig
-    loaded: LoadedSuite
-    tasks: list[Task]
-    agent: Agent
-    source: Path | None
-    workspace_note: str
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    journal_path: Path | None = None
-    reopen: Path | None = None
-    """A finished run's results file that gets more repeats: its journal is written again."""
-    earlier_wall: float = 0.0
-    """Wall seconds of the run's earlier invocations, when they are known."""
-    proxy: ModelProxy | None = None
-    """The model proxy of --record, --replay or --cache (its recordings read already)."""
-    sandbox: Sandbox | None = None
-    """The kernel sandbox attempts and checks run in; None when they run unconfined."""
-    sandbox_used: SandboxUsed | None = None
-    """How the results record the sandbox (and why there is none)."""
-
-    @property
-    def stamp(self) -> str:
-        """The run's start to the second, the first part of the names of its files."""
-        return self.started.strftime("%Y%m%dT%H%M%S")
-
-    @cached_property
-    def order(self) -> Order:
-        """Every attempt of the run, attempt-major: the order of every output."""
-        return Order(tuple(t.id for t in self.tasks), self.config.repeats)
-
-    @property
-    def attempts(self) -> int:
-        return len(self.tasks) * self.config.repeats
-
-    @property
-    def splits(self) -> list[str]:
-        """The splits the selected tasks belong to (dev, test), sorted; empty when none."""
-        found = {self.loaded.suite.split_of(task) for task in self.tasks}
-        return sorted(split for split in found if split)
 
 
 @dataclass

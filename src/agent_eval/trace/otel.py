@@ -24,7 +24,7 @@ from agent_eval import __version__
 from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
 from agent_eval.results import iter_rows, read_head
 from agent_eval.trace.spans import AttemptPlan, plan_attempt
-from agent_eval.trace.trajectory import read_trajectory
+from agent_eval.trajectory import read_trajectory
 
 TRACES_PATH = "/v1/traces"
 """The OTLP/HTTP traces path, appended to an endpoint that does not already end in it."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import AgentLoadError, ConfigError
+from agent_eval.redaction import run_redactor
 from agent_eval.results import (
     AttemptResult,
     RunHead,
@@ -23,10 +24,16 @@ from agent_eval.results import (
     journal_path_for,
     read_head,
 )
-from agent_eval.results.duel import DUEL_SCHEMA, SIDES, DuelRecord, Stop, side_results, write_duel
-from agent_eval.run.config import RunConfig
+from agent_eval.results.duel_file import (
+    DUEL_SCHEMA,
+    SIDES,
+    DuelRecord,
+    Stop,
+    side_results,
+    write_duel,
+)
 from agent_eval.run.runner import execute, prepare
-from agent_eval.run.secrets import run_redactor
+from agent_eval.run.settings import RunConfig
 from agent_eval.score.planning import plan_from_pairs, repeats_needed
 from agent_eval.score.sequential import confidence_sequence, decide, projected_rounds
 

@@ -1,8 +1,8 @@
 """Attempts run in worker processes, so an agent that hangs, exits or crashes costs
 one attempt, never the run.
 
-A worker, forked from a warmed-up zygote (run/zygote.py), imports the agent and calls
-build() once (run/agent_host.py). With isolation ``attempt`` it then runs each attempt
+A worker, forked from a warmed-up zygote (run/executors/zygote.py), imports the agent and calls
+build() once (run/executors/agent_host.py). With isolation ``attempt`` it then runs each attempt
 in a fork of itself, a fresh copy of the built state; with ``worker`` it runs them in
 turn in its own process, and state carries over. The parent waits with the attempt's
 time budget: past it, or when the process running the attempt dies, the parent kills
@@ -28,8 +28,8 @@ from typing import Any, Protocol
 from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
 from agent_eval.records import AgentReply
-from agent_eval.run.agent_host import exit_reason
-from agent_eval.run.config import Isolation
+from agent_eval.run.executors.agent_host import exit_reason
+from agent_eval.run.settings import Isolation
 
 HOST_GRACE = 5.0
 """How long a worker may take to report an attempt's copy killed before it is killed too."""

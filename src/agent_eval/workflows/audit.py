@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.agents.baselines import BASELINES
-from agent_eval.run.config import RunConfig
 from agent_eval.run.runner import execute, prepare
+from agent_eval.run.settings import RunConfig
 
 
 @dataclass(frozen=True)

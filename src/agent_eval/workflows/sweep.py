@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
-from agent_eval.run.config import DEFAULT_BASE_URL, Prices, RunConfig
-from agent_eval.trace.trajectory import safe_part
+from agent_eval.run.settings import DEFAULT_BASE_URL, Prices, RunConfig
+from agent_eval.trajectory import safe_part
 
 OptionValue = str | int | float | bool
 

@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from agent_eval.redaction import Redactor, copy_redacted, write_all
-from agent_eval.run import agent_host
+from agent_eval.run.executors import agent_host
 from agent_eval.sandbox import reaper
 
 NO_BACKGROUND_THREADS = {
@@ -51,7 +51,7 @@ class Zygote:
         ``redact`` that knows secrets, what the workers print passes through it."""
         mine, theirs = socket.socketpair()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "agent_eval.run.zygote", str(theirs.fileno())],
+            [sys.executable, "-m", "agent_eval.run.executors.zygote", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             # a worker's prints go to stderr, never into the console layout

@@ -7,7 +7,7 @@ budget is enforced here, on the node, even when the agent never returns. Each sl
 one worker, whose build() runs once. The group returns scored tries to the driver and
 writes nothing but the attempts' scratch workspaces.
 
-It runs in the folder Ray unpacked the runtime_env ``working_dir`` into (run/travel.py)
+It runs in the folder Ray unpacked the runtime_env ``working_dir`` into (run/executors/travel.py)
 and reads the run's secrets from one environment variable, so neither the secrets nor
 the driver's paths are in the actor's arguments.
 """
@@ -29,9 +29,9 @@ from agent_eval.errors import AgentLoadError
 from agent_eval.records import Task
 from agent_eval.redaction import Redactor, secret_option_names
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
-from agent_eval.run.pool import make_worker, start_workers
-from agent_eval.run.sandboxed import inside_options
-from agent_eval.run.worker import Worker
+from agent_eval.run.executors.pool import make_worker, start_workers
+from agent_eval.run.executors.sandboxed import inside_options
+from agent_eval.run.executors.worker import Worker
 from agent_eval.run.workspace import run_scratch, slot_folder
 from agent_eval.sandbox.bwrap import bwrap_binary, unavailable
 

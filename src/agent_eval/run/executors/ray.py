@@ -1,8 +1,8 @@
 """Attempts on a Ray cluster, with the driver as the only writer.
 
-The run's inputs travel once as the runtime_env ``working_dir`` (run/travel.py) and its
+The run's inputs travel once as the runtime_env ``working_dir`` (run/executors/travel.py) and its
 secrets as an environment variable. Each node with CPUs gets one slot group
-(run/ray_slots.py) with its share of ``--concurrency`` slots; the driver keeps one thread
+(run/executors/ray_slots.py) with its share of ``--concurrency`` slots; the driver keeps one thread
 per slot, so at most ``--concurrency`` attempts are in flight across the cluster, and
 each scored try comes back as it finishes, to be journaled at once. A group that dies
 mid-attempt (its process, or its node) gives each of its attempts an ``infra_error``,
@@ -30,24 +30,24 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from agent_eval import __version__
 from agent_eval.errors import AgentEvalError, AgentLoadError, ConfigError
 from agent_eval.records import Task
+from agent_eval.redaction import Redactor
 from agent_eval.replay import recording_name
 from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
-from agent_eval.run.cluster import (
+from agent_eval.run.executors.cluster import (
     all_here,
     cluster_nodes,
     refuse_unreachable,
     split_slots,
     this_machine,
 )
-from agent_eval.run.executor import Record, TryAttempt
-from agent_eval.run.pool import serve_all
-from agent_eval.run.ray_slots import SECRETS_ENV, SlotGroup, split_secrets
-from agent_eval.run.secrets import Redactor
-from agent_eval.run.travel import Travel, gather
-from agent_eval.run.worker import Outcome
+from agent_eval.run.executors.pool import serve_all
+from agent_eval.run.executors.protocol import Record, TryAttempt
+from agent_eval.run.executors.ray_slots import SECRETS_ENV, SlotGroup, split_secrets
+from agent_eval.run.executors.travel import Travel, gather
+from agent_eval.run.executors.worker import Outcome
 
 if TYPE_CHECKING:
-    from agent_eval.run.runner import PreparedRun
+    from agent_eval.run.prepared import PreparedRun
 
 PROBE_WAIT = 5.0
 """Seconds to wait for the cluster's port to answer before giving up."""

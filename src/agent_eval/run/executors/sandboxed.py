@@ -24,7 +24,7 @@ from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import SandboxUsed
-from agent_eval.run.zygote import NO_BACKGROUND_THREADS
+from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
 from agent_eval.sandbox.relay import Endpoint, ModelRelay
 
@@ -66,7 +66,13 @@ class SandboxedWorkers:
             raise ValueError("a sandboxed worker needs its slot's folder")
         mine, theirs = socket.socketpair()
         fd = theirs.fileno()
-        command = [sys.executable, "-m", "agent_eval.run.agent_host", str(fd), *self._preload]
+        command = [
+            sys.executable,
+            "-m",
+            "agent_eval.run.executors.agent_host",
+            str(fd),
+            *self._preload,
+        ]
         readonly: list[tuple[str, str]] = []
         if self._relay is not None and self._endpoint is not None:
             command = [sys.executable, "-m", "agent_eval.sandbox.inside", INSIDE_SOCKET,

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_eval.redaction import Redactor
-from agent_eval.run.config import Isolation
-from agent_eval.run.sandboxed import SandboxedWorkers, inside_options
-from agent_eval.run.worker import Worker
+from agent_eval.run.executors.sandboxed import SandboxedWorkers, inside_options
+from agent_eval.run.executors.worker import Worker
+from agent_eval.run.executors.zygote import Zygote
+from agent_eval.run.settings import Isolation
 from agent_eval.run.workspace import SLOT_LOGS, collect_logs, run_scratch, slot_folder
-from agent_eval.run.zygote import Zygote
 from agent_eval.sandbox.bwrap import Sandbox, user_tasks
 
 PRELOAD = [
-    "agent_eval.run.agent_host",
+    "agent_eval.run.executors.agent_host",
     "agent_eval.tools",
     "agent_eval.models.client",
     "encodings.idna",  # imported late by the first request to a host name

@@ -13,7 +13,7 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.report.budgets import headline_success
 from agent_eval.report.compare import compare_runs
-from agent_eval.report.four import run_figures
+from agent_eval.report.figures import run_figures
 from agent_eval.report.summary import summarise_run
 from agent_eval.results import RunResults
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from agent_eval.records import CommandCheck
 
 if TYPE_CHECKING:
-    from agent_eval.run.runner import PreparedRun
+    from agent_eval.run.prepared import PreparedRun
 
 SKIPPED = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules",
                      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"})  # fmt: skip
