@@ -97,7 +97,7 @@ class Dispatch:
             finally:
                 starter.close()
                 if self._sandbox is not None and self._options.get("log_dir"):
-                    collect_logs(scratch, Path(str(self._options["log_dir"])))
+                    collect_logs(scratch, Path(str(self._options["log_dir"])), redact)
 
     def _run(
         self,
@@ -161,7 +161,9 @@ def start_workers(
 ) -> Zygote | SandboxedWorkers:
     """What starts the workers: a sandbox per worker, or the zygote that forks them."""
     if sandbox is not None:
-        return SandboxedWorkers(sandbox, preload_for(spec), scratch, options.get("base_url"))
+        return SandboxedWorkers(
+            sandbox, preload_for(spec), scratch, options.get("base_url"), redact
+        )
     return Zygote(preload_for(spec), preload_first=slots > 1, redact=redact)
 
 

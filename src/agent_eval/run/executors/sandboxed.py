@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
@@ -44,10 +45,20 @@ class SandboxedWorkers:
     """Starts each worker in a sandbox of its own; the Worker's starter, as a Zygote is."""
 
     def __init__(
-        self, sandbox: Sandbox, preload: list[str], scratch: Path, base_url: str | None
+        self,
+        sandbox: Sandbox,
+        preload: list[str],
+        scratch: Path,
+        base_url: str | None,
+        redact: Redactor | None = None,
     ) -> None:
+        """With a ``redact`` that knows secrets, what the workers print (the agent's
+        prints, tracebacks, bubblewrap's own words) passes through it on its way to
+        stderr, as a zygote's workers' does."""
         self._sandbox, self._preload, self._scratch = sandbox, preload, scratch
+        self._redact = redact if redact else None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._pumps: dict[int, threading.Thread] = {}
         self._lock = threading.Lock()
         self._relay: ModelRelay | None = None
         self._endpoint = Endpoint.parse(base_url or "") if sandbox.network == "model" else None
@@ -93,13 +104,24 @@ class SandboxedWorkers:
             argv,
             pass_fds=(fd,),
             stdin=subprocess.DEVNULL,
-            stdout=2,  # a worker's prints go to stderr, never into the console layout
+            # a worker's prints go to stderr, never into the console layout
+            stdout=subprocess.PIPE if self._redact else 2,
+            stderr=subprocess.STDOUT if self._redact else None,
             start_new_session=True,  # Ctrl-C is the parent's; one killpg ends the sandbox
             env=env,
         )
         theirs.close()
         with self._lock:
             self._processes[process.pid] = process
+            if self._redact is not None and process.stdout is not None:
+                pump = threading.Thread(
+                    target=copy_redacted,
+                    args=(process.stdout, self._redact.stream(write_all(2))),
+                    name=f"sandbox-output-{process.pid}",
+                    daemon=True,
+                )
+                pump.start()
+                self._pumps[process.pid] = pump
         return process.pid, Connection(mine.detach())
 
     def _sees(self, folder: str) -> bool:
@@ -112,7 +134,16 @@ class SandboxedWorkers:
         if process is None:
             return None
         code = process.wait()
+        self._drain(pid)
         return -(code - 128) if 128 < code < 128 + 65 else code  # bwrap reports 128+N
+
+    def _drain(self, pid: int) -> None:
+        """Let a finished sandbox's last words through (its PID namespace is gone, so
+        nothing inside still holds the pipe)."""
+        with self._lock:
+            pump = self._pumps.pop(pid, None)
+        if pump is not None:
+            pump.join(1.0)
 
     def close(self) -> None:
         """End every sandbox still running, and the relay."""
@@ -122,6 +153,7 @@ class SandboxedWorkers:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            self._drain(process.pid)
         if self._relay is not None:
             self._relay.close()
 
