@@ -26,6 +26,7 @@ from agent_eval.errors import ConfigError
 from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
+from agent_eval.sandbox import pids
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
 from agent_eval.sandbox.relay import Endpoint, ModelRelay
 
@@ -59,6 +60,10 @@ class SandboxedWorkers:
         self._redact = redact if redact else None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._pumps: dict[int, threading.Thread] = {}
+        self._caps: dict[int, pids.ProcessCap] = {}
+        """Each sandbox's pids cgroup, where one can be made: the bound on its processes
+        that holds for root, whom RLIMIT_NPROC does not bind."""
+        pids.remove_stale()
         self._lock = threading.Lock()
         self._relay: ModelRelay | None = None
         self._endpoint = Endpoint.parse(base_url or "") if sandbox.network == "model" else None
@@ -100,8 +105,9 @@ class SandboxedWorkers:
             hosts_file=self._hosts,
         )
         env = {**self._sandbox.environment(home), **NO_BACKGROUND_THREADS}
+        cap = self._cap(folder)
         process = subprocess.Popen(
-            argv,
+            argv if cap is None else cap.command(argv),
             pass_fds=(fd,),
             stdin=subprocess.DEVNULL,
             # a worker's prints go to stderr, never into the console layout
@@ -113,6 +119,8 @@ class SandboxedWorkers:
         theirs.close()
         with self._lock:
             self._processes[process.pid] = process
+            if cap is not None:
+                self._caps[process.pid] = cap
             if self._redact is not None and process.stdout is not None:
                 pump = threading.Thread(
                     target=copy_redacted,
@@ -123,6 +131,15 @@ class SandboxedWorkers:
                 pump.start()
                 self._pumps[process.pid] = pump
         return process.pid, Connection(mine.detach())
+
+    def _cap(self, folder: Path) -> pids.ProcessCap | None:
+        if pids.controller() is None:
+            return None
+        run = self._scratch.name.rpartition("-")[2]
+        try:
+            return pids.ProcessCap(f"{run}-{folder.name}", self._sandbox.processes)
+        except OSError:  # the probe could, this one cannot: RLIMIT_NPROC still applies
+            return None
 
     def _sees(self, folder: str) -> bool:
         return any(os.path.realpath(folder) == os.path.realpath(k) for k in self._sandbox.keep)
@@ -139,11 +156,14 @@ class SandboxedWorkers:
 
     def _drain(self, pid: int) -> None:
         """Let a finished sandbox's last words through (its PID namespace is gone, so
-        nothing inside still holds the pipe)."""
+        nothing inside still holds the pipe), and remove its cgroup."""
         with self._lock:
             pump = self._pumps.pop(pid, None)
+            cap = self._caps.pop(pid, None)
         if pump is not None:
             pump.join(1.0)
+        if cap is not None:
+            cap.remove()
 
     def close(self) -> None:
         """End every sandbox still running, and the relay."""
