@@ -23,7 +23,9 @@ PREFIX = "agent-eval-"
 
 @functools.cache
 def controller() -> Path | None:
-    """The pids cgroup this process is in, when it may make cgroups below it."""
+    """The pids cgroup below which this process may make the sandboxes' cgroups: its
+    own in cgroup v1; in v2, its own or its parent (a systemd scope's slice), whichever
+    delegates the pids controller to its children and lets us move processes there."""
     for line in _read("/proc/self/cgroup").splitlines():
         _, controllers, relative = line.split(":", 2)
         v1 = "pids" in controllers.split(",")
@@ -33,9 +35,13 @@ def controller() -> Path | None:
         if mount is None:
             continue
         folder = mount / relative.lstrip("/")
-        delegated = v1 or "pids" in _read(str(folder / "cgroup.subtree_control")).split()
-        if delegated and _can_make_below(folder):
-            return folder
+        if v1:
+            return folder if _can_make_below(folder) else None
+        for candidate in (folder, folder.parent):
+            delegated = "pids" in _read(str(candidate / "cgroup.subtree_control")).split()
+            movable = os.access(candidate / "cgroup.procs", os.W_OK)  # the common ancestor
+            if delegated and movable and _can_make_below(candidate):
+                return candidate
     return None
 
 
