@@ -7,6 +7,8 @@ imports) is paid once per slot, not once per attempt. The slot's folder is its o
 writable place: its attempts' workspaces, and its private /tmp and HOME, all emptied
 before each attempt. With ``--sandbox-network model`` the model endpoint is reached
 through a relay (agent_eval.sandbox.relay) and options["base_url"] names its inside end.
+Each sandbox starts in a pids cgroup of its own where one can be made
+(agent_eval.sandbox.pids), and what it prints passes through the run's redactor.
 """
 
 from __future__ import annotations
