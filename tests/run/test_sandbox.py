@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -555,3 +556,85 @@ def test_what_each_sandbox_network_lets_through(
                        sandbox_network=network)  # fmt: skip
     (found,) = answers(execute(prepare(config)))
     assert found == {"model": model, "other": other}
+
+
+LOUD_AGENT = """
+import os, pathlib, sys, urllib.request
+
+def run_task(task, options):
+    if options["attempt"] == 2:  # the test reads the journal, which holds attempt 1, first
+        urllib.request.urlopen(options["base_url"] + "/journal", timeout=120).read()
+    leak = " ".join(options[name] for name in ("api_key", "vault", "hftoken", "note"))
+    print("stdout: " + leak, flush=True)
+    print("stderr: " + leak, file=sys.stderr, flush=True)
+    data = ("fd2: " + leak + "\\n").encode()
+    for piece in (data[:9], data[9:21], data[21:]):  # a secret split across writes
+        os.write(2, piece)
+    with open(pathlib.Path(options["log_dir"], "mine.log"), "a") as log:
+        log.write("log: " + leak + "\\n")
+    pathlib.Path(options["workspace"], "leak.txt").write_text(leak + "\\n")
+    return {"answer": leak, "steps": 1, "tokens": 1,
+            "trajectory": [{"type": "model", "content": leak}]}
+"""
+
+
+@needs_sandbox
+def test_what_a_sandboxed_agent_prints_is_redacted(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """A sandboxed agent prints the API key, a --secret-option, a secret-named option and
+    an environment secret's value (given to it as a plain option) to its stdout, its
+    stderr and a log of its own: none reaches the console, the results, the journal, the
+    trajectories or the logs, and the prints themselves still arrive, redacted."""
+    key, vault = f"sk-key-{uuid.uuid4().hex}", f"vault-{uuid.uuid4().hex}"
+    token, env_value = f"hf-{uuid.uuid4().hex}", f"sk-env-{uuid.uuid4().hex}"
+    secrets = [key, vault, token, env_value]
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["no"],
+                          "expect_state": [{"file": "leak.txt", "exists": True}]}])  # fmt: skip
+    agent = write_agent(LOUD_AGENT)
+    journal = tmp_path / "out" / "r.json.journal.jsonl"
+    seen: list[str] = []
+
+    class ReadsTheJournal(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            deadline = time.monotonic() + 60
+            while not (journal.exists() and journal.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            seen.append(journal.read_text() if journal.exists() else "")
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ReadsTheJournal)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        done = cli(tmp_path, "--agent", str(agent), "--tasks", str(suite), "--sandbox", "on",
+                   "--out", "out/r.json", "--trajectory-dir", "out/traj", "--verbose",
+                   "--repeats", "2", "--base-url", f"http://127.0.0.1:{server.server_port}",
+                   "--no-preflight",
+                   "--api-key", key, "--secret-option", f"vault={vault}",
+                   "--option", f"hftoken={token}", "--option", f"note={env_value}",
+                   env={"OPENAI_API_KEY": env_value})  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 2, done.stderr  # scored (the answer check fails), not crashed
+    rows = [json.loads(line) for line in seen[0].splitlines()]
+    assert [(row["attempt"], "[redacted]" in row["answer"]) for row in rows if "answer" in row] == [
+        (1, True)
+    ]  # attempt 1, in the journal while attempt 2 runs
+    assert not [s for s in secrets if s in seen[0]]
+    console = done.stdout + done.stderr
+    for said in ("stdout: ", "stderr: ", "fd2: "):
+        assert said + " ".join(["[redacted]"] * 4) in done.stderr, done.stderr
+    assert not [s for s in secrets if s in console]
+    out = tmp_path / "out"
+    files = [p for p in out.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"r.json", "mine.log"} <= names
+    assert any(n.endswith(".jsonl") and "journal" not in n for n in names), names
+    log = (out / "traj" / "mine.log").read_text()
+    assert log.count("log: " + " ".join(["[redacted]"] * 4)) == 2
+    for path in files:
+        text = path.read_bytes().decode("utf-8", "replace")
+        assert not [s for s in secrets if s in text], path

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agent_eval.errors import ConfigError
+from agent_eval.redaction import Redactor
 from agent_eval.suite import LoadedSuite, shipped_suites
 
 MEMORY_SCRATCH = Path("/dev/shm")
@@ -162,13 +163,17 @@ def slot_folder(run: Path, number: int) -> Path:
     return folder
 
 
-def collect_logs(run: Path, folder: Path) -> None:
-    """Append every slot's agent logs to the file of the same name in ``folder``."""
+def collect_logs(run: Path, folder: Path, redact: Redactor) -> None:
+    """Append every slot's agent logs to the file of the same name in ``folder``,
+    redacted: the agent wrote them, and may have written a secret it was given."""
     for log in sorted(run.glob(f"slot-*/{SLOT_LOGS}/*")):
         if log.is_file() and not log.is_symlink() and log.stat().st_size:
             folder.mkdir(parents=True, exist_ok=True)
             with log.open("rb") as reader, (folder / log.name).open("ab") as writer:
-                shutil.copyfileobj(reader, writer)
+                stream = redact.stream(writer.write)
+                while chunk := reader.read(1 << 16):
+                    stream.write(chunk)
+                stream.close()
 
 
 def clear_slot(folder: Path, mounts_in_tmp: tuple[str, ...] = ()) -> None:

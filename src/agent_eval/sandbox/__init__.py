@@ -7,7 +7,8 @@ and a network namespace in which only the model endpoint answers, through our re
 This package knows nothing of agents or runs: it builds sandboxes and relays bytes.
 
 Its modules: ``bwrap`` builds and probes sandboxes, ``relay`` carries the model endpoint
-into them, ``inside`` is a sandbox's first program when it does, and ``reaper`` ends
-every process below one (used with and without a sandbox). The package itself imports
-nothing, so a worker that needs only the reaper loads only the reaper.
+into them, ``inside`` is a sandbox's first program when it does, ``pids`` bounds a
+sandbox's processes for root too, and ``reaper`` ends every process below one (used
+with and without a sandbox). The package itself imports nothing, so a worker that
+needs only the reaper loads only the reaper.
 """

@@ -126,9 +126,11 @@ class Sandbox:
     """Folders the sandboxed program needs read-only besides the system and Python
     (the current folder, a user's agent module)."""
     processes: int = 1024
-    """How many more processes (threads count) an attempt may start than its user has
-    running when its slot starts: RLIMIT_NPROC counts the user's every process, so the
-    limit is set that far above them (the kernel does not apply it to root)."""
+    """How many processes (threads count) a slot's sandbox may hold: its pids cgroup's
+    ``pids.max`` where one can be made (agent_eval.sandbox.pids), which binds root too.
+    RLIMIT_NPROC applies as well, set that far above what the user runs when the slot
+    starts, since it counts the user's every process (and the kernel never applies it
+    to root)."""
     file_mb: int = 1024
     """RLIMIT_FSIZE inside: the largest file a sandboxed process may write."""
     extra_env: Mapping[str, str] = field(default_factory=dict)

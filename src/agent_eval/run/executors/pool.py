@@ -97,7 +97,7 @@ class Dispatch:
             finally:
                 starter.close()
                 if self._sandbox is not None and self._options.get("log_dir"):
-                    collect_logs(scratch, Path(str(self._options["log_dir"])))
+                    collect_logs(scratch, Path(str(self._options["log_dir"])), redact)
 
     def _run(
         self,
@@ -159,10 +159,16 @@ def start_workers(
     scratch: Path,
     redact: Redactor | None = None,
 ) -> Zygote | SandboxedWorkers:
-    """What starts the workers: a sandbox per worker, or the zygote that forks them."""
+    """What starts the workers: a sandbox per worker, or the zygote that forks them.
+
+    With one slot, a worker imports only what its agent does, sandboxed or not (the
+    zygote forks it before its imports): a preloaded worker is larger, so each copy it
+    forks for an attempt costs more to make and to end."""
+    preload = preload_for(spec)
     if sandbox is not None:
-        return SandboxedWorkers(sandbox, preload_for(spec), scratch, options.get("base_url"))
-    return Zygote(preload_for(spec), preload_first=slots > 1, redact=redact)
+        preload = preload if slots > 1 else []
+        return SandboxedWorkers(sandbox, preload, scratch, options.get("base_url"), redact)
+    return Zygote(preload, preload_first=slots > 1, redact=redact)
 
 
 def make_worker(

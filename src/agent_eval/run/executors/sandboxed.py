@@ -7,6 +7,8 @@ imports) is paid once per slot, not once per attempt. The slot's folder is its o
 writable place: its attempts' workspaces, and its private /tmp and HOME, all emptied
 before each attempt. With ``--sandbox-network model`` the model endpoint is reached
 through a relay (agent_eval.sandbox.relay) and options["base_url"] names its inside end.
+Each sandbox starts in a pids cgroup of its own where one can be made
+(agent_eval.sandbox.pids), and what it prints passes through the run's redactor.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
+from agent_eval.sandbox import pids
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
 from agent_eval.sandbox.relay import Endpoint, ModelRelay
 
@@ -44,10 +48,24 @@ class SandboxedWorkers:
     """Starts each worker in a sandbox of its own; the Worker's starter, as a Zygote is."""
 
     def __init__(
-        self, sandbox: Sandbox, preload: list[str], scratch: Path, base_url: str | None
+        self,
+        sandbox: Sandbox,
+        preload: list[str],
+        scratch: Path,
+        base_url: str | None,
+        redact: Redactor | None = None,
     ) -> None:
+        """With a ``redact`` that knows secrets, what the workers print (the agent's
+        prints, tracebacks, bubblewrap's own words) passes through it on its way to
+        stderr, as a zygote's workers' does."""
         self._sandbox, self._preload, self._scratch = sandbox, preload, scratch
+        self._redact = redact if redact else None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._pumps: dict[int, threading.Thread] = {}
+        self._caps: dict[int, pids.ProcessCap] = {}
+        """Each sandbox's pids cgroup, where one can be made: the bound on its processes
+        that holds for root, whom RLIMIT_NPROC does not bind."""
+        pids.remove_stale()
         self._lock = threading.Lock()
         self._relay: ModelRelay | None = None
         self._endpoint = Endpoint.parse(base_url or "") if sandbox.network == "model" else None
@@ -89,18 +107,41 @@ class SandboxedWorkers:
             hosts_file=self._hosts,
         )
         env = {**self._sandbox.environment(home), **NO_BACKGROUND_THREADS}
+        cap = self._cap(folder)
         process = subprocess.Popen(
-            argv,
+            argv if cap is None else cap.command(argv),
             pass_fds=(fd,),
             stdin=subprocess.DEVNULL,
-            stdout=2,  # a worker's prints go to stderr, never into the console layout
+            # a worker's prints go to stderr, never into the console layout
+            stdout=subprocess.PIPE if self._redact else 2,
+            stderr=subprocess.STDOUT if self._redact else None,
             start_new_session=True,  # Ctrl-C is the parent's; one killpg ends the sandbox
             env=env,
         )
         theirs.close()
         with self._lock:
             self._processes[process.pid] = process
+            if cap is not None:
+                self._caps[process.pid] = cap
+            if self._redact is not None and process.stdout is not None:
+                pump = threading.Thread(
+                    target=copy_redacted,
+                    args=(process.stdout, self._redact.stream(write_all(2))),
+                    name=f"sandbox-output-{process.pid}",
+                    daemon=True,
+                )
+                pump.start()
+                self._pumps[process.pid] = pump
         return process.pid, Connection(mine.detach())
+
+    def _cap(self, folder: Path) -> pids.ProcessCap | None:
+        if pids.controller() is None:
+            return None
+        run = self._scratch.name.rpartition("-")[2]
+        try:
+            return pids.ProcessCap(f"{run}-{folder.name}", self._sandbox.processes)
+        except OSError:  # the probe could, this one cannot: RLIMIT_NPROC still applies
+            return None
 
     def _sees(self, folder: str) -> bool:
         return any(os.path.realpath(folder) == os.path.realpath(k) for k in self._sandbox.keep)
@@ -112,7 +153,19 @@ class SandboxedWorkers:
         if process is None:
             return None
         code = process.wait()
+        self._drain(pid)
         return -(code - 128) if 128 < code < 128 + 65 else code  # bwrap reports 128+N
+
+    def _drain(self, pid: int) -> None:
+        """Let a finished sandbox's last words through (its PID namespace is gone, so
+        nothing inside still holds the pipe), and remove its cgroup."""
+        with self._lock:
+            pump = self._pumps.pop(pid, None)
+            cap = self._caps.pop(pid, None)
+        if pump is not None:
+            pump.join(1.0)
+        if cap is not None:
+            cap.remove()
 
     def close(self) -> None:
         """End every sandbox still running, and the relay."""
@@ -122,6 +175,7 @@ class SandboxedWorkers:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            self._drain(process.pid)
         if self._relay is not None:
             self._relay.close()
 
