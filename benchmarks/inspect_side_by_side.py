@@ -292,6 +292,14 @@ def run_inspect(case: Case, inspect: Path, work: Path, url: str, pss: float) -> 
     return Measure(result.wall, result.cpu, result.pss_mb, passed)
 
 
+def progress(case: Case, side: str, round_: int, got: Measure) -> None:
+    """One line on stderr per run, as it ends, with the load at that moment."""
+    load = os.getloadavg()[0]
+    print(f"{case.loops} loops, {case.name}, {side}, round {round_}: wall {got.wall:.2f} s, "
+          f"cpu {got.cpu:.2f} s, PSS {got.pss_mb:.0f} MB, passed {got.passed} (load {load:.2f})",
+          file=sys.stderr, flush=True)  # fmt: skip
+
+
 def median(runs: list[Measure]) -> Measure:
     """The median of each figure over the rounds (rows: the fewest that passed)."""
     return Measure(
@@ -304,9 +312,7 @@ def median(runs: list[Measure]) -> Measure:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        description="agent-eval (builtin:minimal) beside Inspect AI (react) on the same "
-        "two-turn tool loops against one scripted mock; prints medians of wall time, CPU "
-        "(children included) and peak PSS of the process tree."
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--loops",
@@ -394,13 +400,15 @@ def main(argv: list[str] | None = None) -> None:
                 labels: list[tuple[str, str | None]] = [("agent-eval", None)]
                 if case.concurrency > 1 and case.latency_ms == 0:
                     labels.append(("agent-eval --isolation worker", "worker"))
-                for _ in range(args.rounds):
+                for round_ in range(1, args.rounds + 1):
                     for label, isolation in labels:
                         got = run_ae(case, isolation, work, mock.base_url, args.pss_interval)
                         sides.setdefault(label, []).append(got)
+                        progress(case, label, round_, got)
                     if inspect is not None:
                         got = run_inspect(case, inspect, work, mock.base_url, args.pss_interval)
                         sides.setdefault("Inspect AI react", []).append(got)
+                        progress(case, "Inspect AI react", round_, got)
             ideal = (
                 2 * case.loops * case.latency_ms / 1000 / case.concurrency
                 if case.latency_ms
