@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -253,7 +254,9 @@ def passed_rows(results: Path) -> int:
     return sum(1 for row in rows if row.get("failure_class") == "passed")
 
 
-def run_ae(case: Case, isolation: str | None, work: Path, url: str, pss: float) -> Measure:
+def run_ae(
+    case: Case, isolation: str | None, work: Path, url: str, pss: float, extra: list[str]
+) -> Measure:
     """One agent-eval run of ``case``."""
     out = Path(tempfile.mkdtemp(prefix="ae-", dir=work))
     command = [
@@ -265,6 +268,7 @@ def run_ae(case: Case, isolation: str | None, work: Path, url: str, pss: float) 
     ]  # fmt: skip
     if isolation:
         command += ["--isolation", isolation]
+    command += extra
     result = measure(command, work, dict(os.environ), pss)
     return Measure(result.wall, result.cpu, result.pss_mb, passed_rows(out / "r.json"))
 
@@ -365,7 +369,14 @@ def main(argv: list[str] | None = None) -> None:
         help="Take CPU from the child's rusage even where perf stat works "
         "(rusage misses processes killed before their parent reaped them).",
     )
+    parser.add_argument(
+        "--ae-args",
+        default="",
+        help="More `agent-eval run` flags for every agent-eval run, as one string, "
+        "e.g. --ae-args='--sandbox off'.",
+    )
     args = parser.parse_args(argv)
+    extra = shlex.split(args.ae_args)
     names = [n.strip() for n in args.cases.split(",") if n.strip()]
     unknown = [n for n in names if n not in CASES]
     if unknown or args.loops < 1 or args.rounds < 1:
@@ -382,9 +393,10 @@ def main(argv: list[str] | None = None) -> None:
     PERF = not args.rusage and perf_counts()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     source = "perf stat task-clock" if PERF else "rusage of the child"
+    shown_args = f", agent-eval run {args.ae_args}" if extra else ""
     print(
         f"{os.cpu_count()} cpus, python {sys.version.split()[0]}, CPU from {source}, "
-        f"load average {load} before"
+        f"load average {load} before{shown_args}"
     )
     rows: list[tuple[str, str, Measure, float | None]] = []
     script = parse_script(SCRIPT)
@@ -402,7 +414,7 @@ def main(argv: list[str] | None = None) -> None:
                     labels.append(("agent-eval --isolation worker", "worker"))
                 for round_ in range(1, args.rounds + 1):
                     for label, isolation in labels:
-                        got = run_ae(case, isolation, work, mock.base_url, args.pss_interval)
+                        got = run_ae(case, isolation, work, mock.base_url, args.pss_interval, extra)
                         sides.setdefault(label, []).append(got)
                         progress(case, label, round_, got)
                     if inspect is not None:

@@ -22,8 +22,9 @@ def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 def test_help_explains_every_flag() -> None:
     done = bench("--help")
     assert done.returncode == 0, done.stderr
-    for flag in ("--loops", "--rounds", "--cases", "--latency-ms", "--skip-inspect",
-                 "--inspect-version", "--venv-dir", "--pss-interval", "--rusage"):  # fmt: skip
+    flags = ("--loops", "--rounds", "--cases", "--latency-ms", "--skip-inspect", "--ae-args",
+             "--inspect-version", "--venv-dir", "--pss-interval", "--rusage")  # fmt: skip
+    for flag in flags:
         assert flag in done.stdout
     assert "c1, c32, latency, start" in done.stdout
 
@@ -74,3 +75,11 @@ def test_both_sides_complete_with_inspect_in_its_own_venv(tmp_path: Path) -> Non
     assert float(rows[("2 loops, 1 conc.", "Inspect AI react")][4]) == 2
     assert float(rows[("2 loops, 1 conc.", "agent-eval")][4]) == 2
     assert not (Path(__file__).parents[2] / ".venv" / "bin" / "inspect").exists()
+
+
+def test_extra_agent_eval_flags_reach_the_run() -> None:
+    """A flag agent-eval refuses stops the benchmark with agent-eval's own error."""
+    done = bench("--loops", "1", "--rounds", "1", "--skip-inspect", "--cases", "c1",
+                 "--ae-args", "--isolation nowhere")  # fmt: skip
+    assert done.returncode != 0
+    assert "--isolation" in done.stderr and "nowhere" in done.stderr
