@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-TARGET_SECONDS = 5.0
+TARGET_SECONDS = 2.0
+"""Wall or CPU: a loaded machine stretches wall time, so either under it counts."""
 TARGET_MB = 500.0
 CATEGORIES = (
     "retrieval",
@@ -233,8 +234,9 @@ def write_run(
     write_results(path, head, validated)
 
 
-def measure(command: list[str], out: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit code) of one fresh child, stdout to ``out``."""
+def measure(command: list[str], out: Path) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS in MB, exit code) of one fresh child, stdout
+    to ``out``."""
     with out.open("wb") as sink:
         actions = [(os.POSIX_SPAWN_DUP2, sink.fileno(), 1)]
         start = time.perf_counter()
@@ -242,7 +244,8 @@ def measure(command: list[str], out: Path) -> tuple[float, float, int]:
         _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - start
     # ru_maxrss is in kilobytes on Linux.
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 def main() -> None:
@@ -253,7 +256,7 @@ def main() -> None:
         "--runs",
         type=int,
         default=1,
-        help="Times each command runs; the median wall and the largest peak are shown.",
+        help="Times each command runs; the median wall and CPU and the largest peak are shown.",
     )
     parser.add_argument("--only", help="Comma-separated case names to run (default: all).")
     parser.add_argument("--keep", help="Write the results files to this folder and keep them.")
@@ -305,19 +308,21 @@ def main() -> None:
     if args.only:
         wanted = set(args.only.split(","))
         cases = [case for case in cases if case[0] in wanted]
-    print(f"{'command':<26} {'wall s':>7} {'peak MB':>8} {'output MB':>9}  target")
+    print(f"{'command':<26} {'wall s':>7} {'cpu s':>7} {'peak MB':>8} {'output MB':>9}  target")
     for name, command in cases:
         out = folder / f"out-{name.replace(' ', '_').replace('--', '')}"
-        walls, peaks = [], []
+        walls, cpus, peaks = [], [], []
         for _ in range(args.runs):
-            wall, peak, code = measure(command, out)
+            wall, cpu, peak, code = measure(command, out)
             if code != 0:
                 sys.exit(f"{name}: exit {code}; output in {out}")
             walls.append(wall)
+            cpus.append(cpu)
             peaks.append(peak)
-        wall, peak = statistics.median(walls), max(peaks)
-        ok = "ok" if wall < TARGET_SECONDS and peak < TARGET_MB else "MISSED"
-        print(f"{name:<26} {wall:>7.2f} {peak:>8.0f} {out.stat().st_size / 2**20:>9.1f}  {ok}")
+        wall, cpu, peak = statistics.median(walls), statistics.median(cpus), max(peaks)
+        ok = "ok" if min(wall, cpu) < TARGET_SECONDS and peak < TARGET_MB else "MISSED"
+        size = out.stat().st_size / 2**20
+        print(f"{name:<26} {wall:>7.2f} {cpu:>7.2f} {peak:>8.0f} {size:>9.1f}  {ok}")
     print(
         f"load average {os.getloadavg()[0]:.2f} after (other work on the machine slows "
         "every figure)"

@@ -65,7 +65,7 @@ def test_each_fault_is_recorded_and_the_run_goes_on(
     agent = write_agent(BAD_AGENT)
     rows = run(tmp_path, write_suite, agent,
                ["ok", "hang", "ok", "exit", "ok", "segfault", "ok", "leak", "ok"],
-               timeout_per_task=1.0, max_memory_mb=400, isolation=isolation)  # fmt: skip
+               timeout_per_task=1.0, max_memory_mb=250, isolation=isolation)  # fmt: skip
     got = [(r["id"], r["failure_class"], r["error"]) for r in rows]
     assert got == [
         ("t0-ok", "passed", None),
@@ -76,7 +76,7 @@ def test_each_fault_is_recorded_and_the_run_goes_on(
         ("t4-ok", "passed", None),
         ("t5-segfault", "agent_error", "agent process killed by SIGSEGV"),
         ("t6-ok", "passed", None),
-        ("t7-leak", "over_budget", "memory over --max-memory-mb 400"),
+        ("t7-leak", "over_budget", "memory over --max-memory-mb 250"),
         ("t8-ok", "passed", None),
     ]  # fmt: skip
     assert len((agent.parent / "builds.log").read_text().split()) == builds

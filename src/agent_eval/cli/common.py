@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 EXIT_OK, EXIT_INPUT, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 """3: the model endpoint could not be used (down before the first attempt, or every
@@ -19,6 +17,16 @@ attempt an infra error), so nothing was measured."""
 @contextmanager
 def progress_bar(total: int, label: str) -> Iterator[Any]:
     """A rich progress bar on stderr, only when stderr is a terminal."""
+    # rich is imported here, not at the top, so `agent-eval --help` does not pay for it
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     console = Console(stderr=True)
     if not console.is_terminal:
         yield None

@@ -12,10 +12,18 @@ from __future__ import annotations
 import email.utils
 import json
 import ssl
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.request import getproxies
+
+# httpx imports its own command-line client (click, rich, pygments: ~70 ms of CPU) whenever
+# those are installed. Nothing here runs it, so that import is declined (httpx then
+# defines a stand-in `main`); every process that talks to a model, workers included,
+# starts lighter.
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 # httpx imports its transport (httpcore, h11) on the first Client, not on import. Importing
 # it here lets a process that preloads this module and forks workers (the harness's

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
 from agent_eval.redaction import Redactor
-from agent_eval.replay import ModelProxy, Traffic, recording_name
+from agent_eval.replay.recording import recording_name
 from agent_eval.results import AttemptResult
 from agent_eval.results.legacy import RAISED
 from agent_eval.results.schema import Frame
@@ -26,6 +26,9 @@ from agent_eval.score.cost import attempt_cost
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
 from agent_eval.trajectory import trajectory_name, trajectory_text, write_new_file
+
+if TYPE_CHECKING:  # a run that neither records nor replays never loads the proxy
+    from agent_eval.replay import ModelProxy, Traffic
 
 
 @dataclass(frozen=True)

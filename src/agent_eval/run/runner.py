@@ -24,14 +24,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval import __version__
 from agent_eval.agents.entry import load_agent
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, CommandCheck, Task
 from agent_eval.redaction import Redactor, public_options, run_redactor, with_secret_options
-from agent_eval.replay import ModelProxy, load_replay
 from agent_eval.results import (
     JOURNAL_SUFFIX,
     AttemptResult,
@@ -67,6 +66,9 @@ from agent_eval.run.workspace import workspace_source
 from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.suite import load_suite
 from agent_eval.trajectory import safe_part
+
+if TYPE_CHECKING:  # the proxy's web server stack is imported only when a run asks for it
+    from agent_eval.replay import ModelProxy
 
 OnAttempt = Callable[[AttemptResult], None]
 MAX_RETRY_WAIT = 60.0
@@ -489,6 +491,8 @@ def model_proxy(config: RunConfig, redact: Redactor) -> ModelProxy | None:
     for (the recordings to replay are read now, before any attempt runs); or None."""
     if not (config.record or config.replay or config.cache_dir):
         return None
+    from agent_eval.replay import ModelProxy, load_replay
+
     return ModelProxy(
         config.base_url,
         redact,

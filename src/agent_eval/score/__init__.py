@@ -1,7 +1,5 @@
-"""Scoring: pure checks on an attempt, failure classes, and statistics."""
+"""Scoring: pure checks on an attempt, failure classes, and statistics.
 
-from __future__ import annotations
-
-from agent_eval.score.checks import classify, score_attempt, tools_used
-
-__all__ = ["classify", "score_attempt", "tools_used"]
+The package imports none of its modules itself: an agent's worker uses ``copied`` alone
+and so never loads the checks' pydantic records.
+"""

@@ -13,8 +13,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import bm25s
-
 from agent_eval.errors import ConfigError
 from agent_eval.tools.passages import Passage
 
@@ -25,6 +23,8 @@ _STOPWORDS = "english"
 
 
 def _tokens(texts: list[str]) -> list[list[str]]:
+    import bm25s  # with numpy and scipy, a quarter of a second: only where an index is used
+
     tokenized: list[list[str]] = bm25s.tokenize(
         texts, stopwords=_STOPWORDS, return_ids=False, show_progress=False
     )
@@ -44,6 +44,8 @@ class PassageIndex:
         """Index ``passages``; an empty list gives an index that finds nothing."""
         if not passages:
             return cls([], None)
+        import bm25s
+
         retriever = bm25s.BM25()
         corpus = bm25s.tokenize(
             [p.searchable() for p in passages], stopwords=_STOPWORDS, show_progress=False
@@ -106,6 +108,8 @@ class PassageIndex:
             raise ConfigError(f"index {path}: malformed passages ({exc}); {hint}") from exc
         if not passages:
             return cls([], None)
+        import bm25s
+
         try:
             retriever = bm25s.BM25.load(str(path), show_progress=False)
         except (OSError, ValueError) as exc:

@@ -39,6 +39,11 @@ NO_BACKGROUND_THREADS = {
 with one thread has no pool, and bm25s without tqdm's (disabled) bars starts no tqdm
 monitor thread. Either would stop attempts running in copies of a built worker."""
 
+SHARED_LIBRARIES = ["bm25s"]
+"""Imported after the preloads: the search index's library (with numpy and scipy, about a
+quarter of a second), which the harness imports only when an index is built. Imported
+here, the workers share one copy of it instead of each importing its own in build()."""
+
 
 class Zygote:
     """The parent's handle on the zygote: fork a worker, reap one, stop."""
@@ -121,6 +126,7 @@ def serve(fd: int) -> None:
 
 def _serve(conn: Connection, workers: set[int]) -> None:
     preload, preload_first = conn.recv()
+    preload = [*preload, *SHARED_LIBRARIES]
     if preload_first:
         _import(preload)
         preload = []
