@@ -234,8 +234,8 @@ def test_replay_names_missing_and_unreadable_trajectories(
     assert summary.problems == (
         "r-gateway-port r2: trajectory file trajectories/02-minimal-r-gateway-port-r2.jsonl "
         "not found",
-        "r-gateway-port r3: trajectory file trajectories/03-minimal-r-gateway-port-r3.jsonl "
-        "cannot be read",
+        "r-gateway-port r3: trajectory 03-minimal-r-gateway-port-r3.jsonl:1: not JSON "
+        "(Expecting value at column 1)",
     )
 
 
