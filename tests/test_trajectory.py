@@ -162,7 +162,7 @@ def test_a_damaged_line_is_named_by_file_and_line(
     path.write_text("".join([*lines[:2], line + "\n", *lines[2:]]), encoding="utf-8")
     with pytest.raises(TrajectoryError) as caught:
         read_trajectory(path)
-    assert str(caught.value) == f"trajectory {path.name}:3: {why}"
+    assert str(caught.value).startswith(f"trajectory {path.name}:3: {why} (the file is damaged")
     shown = read_trajectory(path, tolerant=True)  # a reader that shows what it can
     kept = line.startswith("{")  # a mistyped record is shown as it is; the rest is skipped
     assert len(shown.records) == len(lines) - 1 + kept

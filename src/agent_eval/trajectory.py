@@ -18,7 +18,7 @@ import json
 import os
 import re
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cache
@@ -188,7 +188,8 @@ KINDS: dict[str, type[Any]] = {
 }
 """Each known ``type`` and its declaration."""
 STEP_KINDS = ("model", "tool")
-"""The kinds that are steps, as attempts count them."""
+"""The kinds that are steps, as attempts count them: one per model reply and one per tool
+result. Routes, stops and the score are records between steps."""
 
 # -- file names --------------------------------------------------------------------------
 
@@ -262,6 +263,14 @@ def write_new_file(folder: Path, name: str, text: str) -> Path:
 
 class TrajectoryError(ResultsError):
     """A trajectory file holds a line that is not a record: named by file and line."""
+
+    @classmethod
+    def at(cls, name: str, number: int, why: str) -> TrajectoryError:
+        """The error for line ``number`` of file ``name``, with the fix."""
+        return cls(
+            f"trajectory {name}:{number}: {why} (the file is damaged, or is not a trajectory "
+            "agent-eval or the course harness wrote; run the attempt again to write it anew)"
+        )
 
 
 @dataclass(frozen=True)
@@ -360,14 +369,14 @@ def read_trajectory(
         if not isinstance(value, dict):
             why = f"a JSON {type(value).__name__}, not a record object"
             if not tolerant:
-                raise TrajectoryError(f"trajectory {shown}:{number}: {why}")
+                raise TrajectoryError.at(shown, number, why)
             problems.append(f"{shown}:{number}: {why}; skipped")
             continue
         first = index == 0 and "meta" in value
         wrong = _wrong_field(value, first)
         if wrong is not None:
             if not tolerant:
-                raise TrajectoryError(f"trajectory {shown}:{number}: {wrong}")
+                raise TrajectoryError.at(shown, number, wrong)
             problems.append(f"{shown}:{number}: {wrong}; kept as it is")
         if first:
             meta = value["meta"]
@@ -375,7 +384,7 @@ def read_trajectory(
                 meta = Meta()
             continue
         if index == 0 and not tolerant:
-            raise TrajectoryError(f"trajectory {shown}:{number}: {_NO_META}")
+            raise TrajectoryError.at(shown, number, _NO_META)
         records.append(value)
     return Trajectory(shown, meta, records, tuple(problems), lines.size)
 
@@ -395,40 +404,53 @@ def _wrong_field(value: dict[str, Any], meta_line: bool) -> str | None:
         return None  # an agent's own record, kept as it is
     else:
         what = f"{kind} record"
-    for key, hint in _declared(kind).items():
-        if key in value and not _fits(value[key], hint):
-            return f"the {what}'s `{key}` is {_shown(value[key])}, not {_named(hint)}"
+    declared = _declared(kind)
+    for key, item in value.items():
+        found = declared.get(key)
+        if found is not None and not found[0](item):
+            return f"the {what}'s `{key}` is {_shown(item)}, not {_named(found[1])}"
     return None
 
 
+Check = Callable[[Any], bool]
+
+
 @cache
-def _declared(kind: str) -> dict[str, Any]:
-    """The fields of a kind (or of the meta line) and their types, NotRequired taken
-    off; worked out on the first read, so that writing never pays for it."""
-    return _hints(Meta if kind == "meta" else KINDS[kind])
+def _declared(kind: str) -> dict[str, tuple[Check, Any]]:
+    """Each field of a kind (or of the meta line): its check and its type, NotRequired
+    taken off; worked out on the first read, so that writing never pays for it."""
+    hints = _hints(Meta if kind == "meta" else KINDS[kind])
+    return {key: (_check(hint), hint) for key, hint in hints.items()}
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a JSON value has the declared type."""
+_SCALARS: dict[Any, tuple[type, ...]] = {
+    str: (str,), int: (int,), float: (int, float), bool: (bool,), type(None): (type(None),),
+}  # fmt: skip
+"""The JSON types a scalar type accepts: parsed JSON holds exact types, so ``type(v) is
+int`` refuses true and false, and a float field takes an integer."""
+
+
+def _check(hint: Any) -> Check:
+    """Whether a parsed JSON value has the declared type, as one quick function."""
     if hint is Any:
-        return True
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is type(None):
-        return value is None
+        return lambda value: True
+    options = get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+    if all(option in _SCALARS for option in options):
+        allowed = frozenset(t for option in options for t in _SCALARS[option])
+        return lambda value: type(value) in allowed
+    if len(options) > 1:
+        checks = [_check(option) for option in options]
+        return lambda value: any(check(value) for check in checks)
     origin = get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return any(_fits(value, option) for option in get_args(hint))
     if origin is Literal:
-        return value in get_args(hint)
+        values = get_args(hint)
+        return lambda value: value in values
     if origin is list:
-        (item,) = get_args(hint)
-        return isinstance(value, list) and all(_fits(v, item) for v in value)
+        item = _check(get_args(hint)[0])
+        return lambda value: type(value) is list and all(item(v) for v in value)
     if origin is dict:
-        return isinstance(value, dict)
-    return isinstance(value, hint)
+        return lambda value: type(value) is dict
+    raise TypeError(f"a trajectory field of type {hint} has no check")  # a declaration's slip
 
 
 def _named(hint: Any) -> str:
@@ -485,7 +507,7 @@ def read_json_lines(handle: IO[bytes], name: str, limits: Limits, strict: bool =
             kept += len(line)
             continue
         if strict:
-            raise TrajectoryError(f"trajectory {name}:{number}: {why}")
+            raise TrajectoryError.at(name, number, why)
         damaged.setdefault(why.split(" (")[0], (why, []))[1].append(number)
     problems = [
         f"{name}:{lines[0]}: {why}; skipped"
