@@ -99,6 +99,25 @@ def test_every_record_kind_round_trips_byte_for_byte(
     assert roles == {"router", "researcher", "answerer", "verifier"}
     assert read.score is not None and read.score.get("passed") is True
     assert _rewritten(path) == path.read_text(encoding="utf-8")
+    first = {}  # each kind's keys on disk, in order: the shape schema 3 files have
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        record = json.loads(line)
+        first.setdefault(record["type"], list(record))
+    assert first == SHAPES
+    assert list(json.loads(path.read_text().splitlines()[0])["meta"]) == META_KEYS
+
+
+SHAPES = {
+    "model": ["type", "role", "model", "tool_calls", "prompt_tokens", "completion_tokens",
+              "seconds", "content", "finish_reason", "input_from", "input"],
+    "route": ["type", "route", "reason"],
+    "tool": ["type", "tool", "args", "error", "result", "seconds", "call_id"],
+    "stop": ["type", "reason", "detail"],
+    "score": ["type", "passed", "failure_class", "answer", "checks", "steps", "tokens",
+              "seconds", "stopped", "error"],
+}  # fmt: skip
+META_KEYS = ["schema", "scaffold", "model", "router_model", "suite", "suite_version",
+             "suite_hash", "run_id", "task_id", "attempt", "task", "started"]  # fmt: skip
 
 
 def test_a_stop_the_harness_writes_round_trips_with_its_traceback(

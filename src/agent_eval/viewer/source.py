@@ -1,5 +1,5 @@
 """Where the viewer's data comes from: runs found under the given paths, read through the
-results, journal and labbook readers, and files confined to the given folders.
+results, journal, labbook and trajectory owners, and files confined to the given folders.
 
 This is the viewer's only module that reads files. Every page asks it by an opaque run
 id and a row index, never by a path, so no URL can name a file. Each file is opened by
