@@ -7,9 +7,10 @@ multi-agent router's decision), ``stop`` (why the agent stopped) and, last, ``sc
 (the harness's verdict). Records of any other kind, or with no ``type``, are an agent's
 own (the course harness writes whatever its agent returned) and are kept as they are.
 
-The records are TypedDicts, so the agent's process builds plain dicts without pydantic
-(this module imports nothing but the standard library). On read, each known record's
-fields are checked against the declarations below.
+The records are TypedDicts, so the agent's process builds plain dicts without pydantic:
+this module loads only the standard library and ``errors`` (the writer takes the schema
+number from ``records`` on the parent's side). On read, each known record's fields are
+checked against the declarations below; extra keys are the agent's to add.
 """
 
 from __future__ import annotations
