@@ -9,6 +9,8 @@ the reference agents against the scripted model server, and the course harness.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.trajectory import (
     Meta,
@@ -54,21 +57,35 @@ def run_task(task, options):
 """
 
 
-@pytest.fixture
-def multi_agent_run(
-    tmp_path: Path,
-    write_suite: Callable[..., Path],
-    mock_model: Callable[..., MockModelServer],
-    agent_eval: Cli,
-) -> dict[str, Any]:
-    """A run of builtin:multi-agent: its results file, with every kind but a traceback."""
-    server = mock_model(SCRIPT)
-    write_suite([{"id": "lamp", "task": "When is the lamp lit?", "expect_in_answer": ["19:00"]}])
-    done = agent_eval("run", "--agent", "builtin:multi-agent", "--tasks", "suite.json",
-                      "--model", "mock", "--router-model", "router", "--base-url",
-                      server.base_url, "--no-preflight", "--out", "r.json",
-                      cwd=tmp_path)  # fmt: skip
+@pytest.fixture(scope="module")
+def multi_agent_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of builtin:multi-agent, once for the module: every kind but a traceback."""
+    folder = tmp_path_factory.mktemp("multi-agent")
+    (folder / "docs").mkdir()
+    (folder / "docs" / "notes.md").write_text("The lamp is lit at 19:00.\n", encoding="utf-8")
+    task = {"id": "lamp", "task": "When is the lamp lit?", "expect_in_answer": ["19:00"]}
+    suite = {"name": "tiny", "version": "1.0.0", "workspace": "docs", "tasks": [task]}
+    (folder / "suite.json").write_text(json.dumps(suite), encoding="utf-8")
+    server = MockModelServer(parse_script(SCRIPT)).start()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("agent-eval")), "run", "--agent",
+             "builtin:multi-agent", "--tasks", "suite.json", "--model", "mock",
+             "--router-model", "router", "--base-url", server.base_url, "--no-preflight",
+             "--out", "r.json"],
+            cwd=folder, capture_output=True, text=True, timeout=300, env=env, check=False,
+        )  # fmt: skip
+    finally:
+        server.stop()
     assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+@pytest.fixture
+def multi_agent_run(tmp_path: Path, multi_agent_folder: Path) -> dict[str, Any]:
+    """That run's files copied into this test's folder, to read or damage; its results."""
+    shutil.copytree(multi_agent_folder, tmp_path, dirs_exist_ok=True)
     return json.loads((tmp_path / "r.json").read_text())
 
 
