@@ -231,11 +231,14 @@ def test_replay_names_missing_and_unreadable_trajectories(
     with OtlpExporter(receiver.url) as exporter:
         summary = exporter.export_results(results)
     assert (summary.sent, summary.failed) == (1, 0)
-    assert summary.problems == (
+    missing, damaged = summary.problems
+    assert missing == (
         "r-gateway-port r2: trajectory file trajectories/02-minimal-r-gateway-port-r2.jsonl "
-        "not found",
-        "r-gateway-port r3: trajectory file trajectories/03-minimal-r-gateway-port-r3.jsonl "
-        "cannot be read",
+        "not found"
+    )
+    assert damaged.startswith(
+        "r-gateway-port r3: trajectory 03-minimal-r-gateway-port-r3.jsonl:1: not JSON "
+        "(Expecting value at column 1) (the file is damaged"
     )
 
 

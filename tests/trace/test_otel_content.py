@@ -70,7 +70,7 @@ def test_every_message_payload_validates_against_the_genai_schemas(
     results = runs[agent]
     rows = json.loads(results.read_text())["results"]
     for row, spans in zip(rows, _send(receiver, results, content=True), strict=True):
-        records = read_trajectory(results.parent / row["trajectory_file"])
+        records = read_trajectory(results.parent / row["trajectory_file"]).lines
         trace_follows(records, spans, True)
         task = records[0]["meta"]["task"]
         chats = [s for s in spans if s.kind == "client"]
@@ -123,7 +123,7 @@ def test_without_content_no_message_text_or_answer_goes_out(
 ) -> None:
     results = runs["minimal"]
     row = json.loads(results.read_text())["results"][0]
-    task = read_trajectory(results.parent / row["trajectory_file"])[0]["meta"]["task"]
+    task = read_trajectory(results.parent / row["trajectory_file"]).lines[0]["meta"]["task"]
     (spans,) = _send(receiver, results, content=False)
     body = receiver.requests[0].body
     assert task.encode() not in body

@@ -67,7 +67,7 @@ def test_a_real_run_replays_as_traces_that_follow_its_trajectories(
         summary = exporter.export_results(results)
     assert (summary.sent, summary.failed, summary.problems) == (len(rows), 0, ())
     for row, request in zip(rows, receiver.requests, strict=True):
-        records = read_trajectory(results.parent / row["trajectory_file"])
+        records = read_trajectory(results.parent / row["trajectory_file"]).lines
         spans = request.spans
         trace_follows(records, spans)
         kinds = [r["type"] for r in records[1:-1]]
@@ -154,7 +154,7 @@ def test_run_sends_each_attempt_as_it_finishes(
     document = json.loads((tmp_path / "r.json").read_text())
     assert len(receiver.requests) == 2
     for row, request in zip(document["results"], receiver.requests, strict=True):
-        trace_follows(read_trajectory(tmp_path / row["trajectory_file"]), request.spans)
+        trace_follows(read_trajectory(tmp_path / row["trajectory_file"]).lines, request.spans)
     (line,) = (tmp_path / "lb.jsonl").read_text().splitlines()
     entry = json.loads(line)
     assert (entry["run_id"], entry["summary"]["passed"]) == (document["run"]["run_id"], 2)

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.trace.otel import parse_env_headers, parse_header_items, traces_url
 from agent_eval.trace.spans import plan_attempt
+from agent_eval.trajectory import Meta, Trajectory, read_trajectory
 
 
 @pytest.mark.parametrize(
@@ -71,37 +71,33 @@ def test_a_malformed_header_is_refused_without_echoing_it(item: str) -> None:
 
 
 def test_a_torn_trajectory_still_plans_a_root_without_a_verdict() -> None:
-    records = [
-        {
-            "meta": {
-                "scaffold": "minimal",
-                "run_id": "r",
-                "task_id": "t",
-                "attempt": 1,
-                "started": "2025-01-01T00:00:00Z",
-            }
-        },
-        {"type": "model", "role": "agent", "model": "m", "seconds": 0.5},
-    ]
-    plan = plan_attempt(records, "torn.jsonl")
+    meta: Meta = {"scaffold": "minimal", "run_id": "r", "task_id": "t", "attempt": 1,
+                  "started": "2025-01-01T00:00:00Z"}  # fmt: skip
+    torn = Trajectory("torn.jsonl", meta, [{"type": "model", "role": "agent", "model": "m",
+                                           "seconds": 0.5}])  # fmt: skip
+    plan = plan_attempt(torn)
     assert plan.root.events == ()
     assert plan.root.end_ns - plan.root.start_ns == 500_000_000
     assert [c.name for c in plan.children] == ["chat m"]
 
 
 @pytest.mark.parametrize(
-    ("records", "problem"),
+    ("text", "problem"),
     [
-        ([], "the first line is not a meta line"),
-        ([{"type": "model"}], "the first line is not a meta line"),
-        ([{"meta": {"started": "yesterday"}}], "meta.started 'yesterday' is not an ISO-8601"),
+        ("", "trajectory t.jsonl: the first line is not a meta line"),
+        ('{"type": "model"}\n', r"trajectory t.jsonl:1: the first line is not a meta line"),
+        (
+            '{"meta": {"started": "yesterday"}}\n',
+            "trajectory t.jsonl: meta.started 'yesterday' is not an ISO-8601",
+        ),
     ],
 )
 def test_a_trajectory_without_a_usable_meta_line_is_named(
-    records: list[dict[str, Any]], problem: str
+    tmp_path: Path, text: str, problem: str
 ) -> None:
-    with pytest.raises(ResultsError, match=f"trajectory t.jsonl: {problem}"):
-        plan_attempt(records, "t.jsonl")
+    (tmp_path / "t.jsonl").write_text(text, encoding="utf-8")
+    with pytest.raises(ResultsError, match=problem):
+        plan_attempt(read_trajectory(tmp_path / "t.jsonl"))
 
 
 def test_without_the_extra_the_cli_says_how_to_install_it(

@@ -192,7 +192,7 @@ def _expected_spans(results: Path) -> list[str]:
     """The span names each attempt of a run should give: root, role branches, steps."""
     names = []
     for row in json.loads(results.read_text())["results"]:
-        records = read_trajectory(results.parent / row["trajectory_file"])
+        records = read_trajectory(results.parent / row["trajectory_file"]).lines
         names.append(f"invoke_agent {records[0]['meta']['scaffold']}")
         steps = [r for r in records[1:] if r.get("type") in ("model", "tool", "route")]
         roles = [r.get("role") for r in steps if r["type"] == "model"]

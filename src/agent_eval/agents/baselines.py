@@ -13,6 +13,7 @@ from typing import Any
 
 from agent_eval.agents import prompts
 from agent_eval.tools import READ_TOOLS, ToolContext, run_tool, tool_specs
+from agent_eval.trajectory import ToolRecord
 
 DOCUMENT_SUFFIXES = (".md", ".txt", ".rst", ".csv", ".json")
 
@@ -29,7 +30,7 @@ class Baseline:
         answer, trajectory = self.answer(task, options)
         return {"answer": answer, "steps": len(trajectory), "tokens": 0, "trajectory": trajectory}
 
-    def answer(self, task: str, options: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    def answer(self, task: str, options: dict[str, Any]) -> tuple[str, list[ToolRecord]]:
         rule = self.SCAFFOLD_NAME
         if rule == "empty":
             return "", []
@@ -50,13 +51,9 @@ class Baseline:
         ctx = ToolContext(workspace, Path(index) if index else None)
         args = {"query": task}
         seen = run_tool("search_documents", ctx, args)
-        record = {
-            "type": "tool",
-            "tool": "search_documents",
-            "args": args,
-            "error": seen.error,
-            "result": seen.result,
-        }
+        record = ToolRecord(
+            type="tool", tool="search_documents", args=args, error=seen.error, result=seen.result
+        )
         return seen.result, [record]
 
 

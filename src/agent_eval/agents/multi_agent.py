@@ -20,6 +20,7 @@ from agent_eval.agents.session import Session
 from agent_eval.models.actions import find_json_object, is_whole_object, json_schema_format
 from agent_eval.models.client import ChatReply
 from agent_eval.tools import tool_specs
+from agent_eval.trajectory import RouteRecord
 
 SCAFFOLD_NAME = "multi-agent"
 """The agent's name in reports and trajectory file names."""
@@ -70,7 +71,7 @@ def close() -> None:
 def _pipeline(session: Session, task: str) -> str:
     config = session.config
     route, reason = _route(session, task)
-    session.trajectory.append({"type": "route", "route": route, "reason": reason})
+    session.trajectory.append(RouteRecord(type="route", route=route, reason=reason))
     # The answerer and the verifier need one reply each; the researcher gets the rest.
     share = session.steps_left - 2
     research = LoopResult(answer=None)

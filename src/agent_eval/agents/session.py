@@ -20,6 +20,7 @@ from agent_eval.models.client import ChatClient, ChatReply
 from agent_eval.score.cost import attempt_cost
 from agent_eval.tools import Observation, ToolContext, run_tool
 from agent_eval.trace.messages import from_openai
+from agent_eval.trajectory import ModelRecord, Record, StopRecord, ToolRecord
 
 RECORD_CHARS = 2000
 """How much model content or tool result a trajectory record keeps."""
@@ -46,7 +47,7 @@ class Session:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.roles: dict[str, int] = {}
-        self.trajectory: list[dict[str, Any]] = []
+        self.trajectory: list[Record] = []
         self.sources = Sources()
         """What searches and reads showed, so the answer can cite the lines it rests on."""
         self.notes: list[str] = []
@@ -170,20 +171,20 @@ class Session:
         kept = _shared_prefix(self._sent.get(role, []), messages)
         self._sent[role] = list(messages)
         self.trajectory.append(
-            {
-                "type": "model",
-                "role": role,
-                "model": reply.model,
-                "tool_calls": names,
-                "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-                "seconds": round(reply.seconds, 3),
-                "content": (reply.content or "")[:RECORD_CHARS],
-                "finish_reason": reply.finish_reason,
+            ModelRecord(
+                type="model",
+                role=role,
+                model=reply.model,
+                tool_calls=names,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                seconds=round(reply.seconds, 3),
+                content=(reply.content or "")[:RECORD_CHARS],
+                finish_reason=reply.finish_reason,
                 # the role's messages after the first `input_from` it sent last time
-                "input_from": kept,
-                "input": from_openai(messages[kept:], RECORD_CHARS),
-            }
+                input_from=kept,
+                input=from_openai(messages[kept:], RECORD_CHARS),
+            )
         )
 
     def use_tool(
@@ -207,14 +208,14 @@ class Session:
             if not seen.error:
                 self.sources.add_observation(name, args, seen.result)
         self.steps += 1
-        record = {
-            "type": "tool",
-            "tool": name,
-            "args": args,
-            "error": seen.error,
-            "result": seen.result[:RECORD_CHARS],
-            "seconds": round(time.monotonic() - started, 3),
-        }
+        record = ToolRecord(
+            type="tool",
+            tool=name,
+            args=args,
+            error=seen.error,
+            result=seen.result[:RECORD_CHARS],
+            seconds=round(time.monotonic() - started, 3),
+        )
         if call_id is not None:
             record["call_id"] = call_id
         self.trajectory.append(record)
@@ -246,7 +247,7 @@ class Session:
             reason = "agent_error"
             self.notes.insert(0, f"{type(exc).__name__}: {exc}")
         detail = "; ".join(n for n in self.notes if n)
-        self.trajectory.append({"type": "stop", "reason": reason, "detail": detail})
+        self.trajectory.append(StopRecord(type="stop", reason=reason, detail=detail))
         result: dict[str, Any] = {
             "answer": answer,
             "steps": self.steps,

@@ -15,9 +15,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from agent_eval.errors import ResultsError
 from agent_eval.records import Checks, FailureClass
 from agent_eval.results import AttemptResult, RunHead, RunResults, tally
 from agent_eval.results.rows import Attempt, compact
+from agent_eval.trajectory import Limits, read_trajectory, trajectory_path
 
 TEXT_LIMIT = 2000
 """Characters kept of a model reply or a tool result in a trajectory record, as the
@@ -191,15 +193,14 @@ def attempt_records(
     from memory, ours from its trajectory file; none when there is no file."""
     if isinstance(run, ForeignRun):
         return run.records(row)
-    records = []
-    for line in (run.trajectory_text(row, limit=limit) or "").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line, or the truncation mark
-        if isinstance(record, dict):
-            records.append(record)
-    return records
+    path = trajectory_path(run.path, row.trajectory_file)
+    if path is None:
+        return []
+    try:  # what can be read of a damaged file is exported, as a viewer shows it
+        read = read_trajectory(path, limits=Limits(bytes=limit), tolerant=True)
+    except ResultsError:
+        return []
+    return [dict(line) for line in read.lines]
 
 
 def clip(value: Any, limit: int = TEXT_LIMIT) -> str:

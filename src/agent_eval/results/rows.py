@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, get_origin
 
 from agent_eval.records import RESULTS_SCHEMA, Checks
 from agent_eval.results.schema import AttemptResult, RunHead
+from agent_eval.trajectory import trajectory_excerpt, trajectory_path
 
 CHECK_FIELDS = tuple(Checks.model_fields)
 """Checks' fields, in the order ``Attempt.checks`` holds their values."""
@@ -206,13 +207,4 @@ class RunResults:
 
     def trajectory_text(self, row: Attempt | AttemptResult, limit: int = 20_000) -> str | None:
         """The attempt's trajectory file, cut to ``limit`` characters; None if unreadable."""
-        if not row.trajectory_file:
-            return None
-        candidate = Path(row.trajectory_file)
-        if not candidate.is_absolute():
-            candidate = self.path.parent / candidate
-        try:
-            text = candidate.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-        return text if len(text) <= limit else text[:limit] + "\n[... truncated]"
+        return trajectory_excerpt(trajectory_path(self.path, row.trajectory_file), limit)

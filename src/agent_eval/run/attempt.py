@@ -25,7 +25,14 @@ from agent_eval.score.copied import copied_share, document_runs
 from agent_eval.score.cost import attempt_cost
 from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
 from agent_eval.score.state import check_state
-from agent_eval.trajectory import trajectory_name, trajectory_text, write_new_file
+from agent_eval.trajectory import (
+    Meta,
+    ScoreRecord,
+    StopRecord,
+    trajectory_name,
+    trajectory_text,
+    write_new_file,
+)
 
 if TYPE_CHECKING:  # a run that neither records nor replays never loads the proxy
     from agent_eval.replay import ModelProxy, Traffic
@@ -42,7 +49,8 @@ class AttemptPlan:
     stamp: str
     scaffold: str
     model: str
-    meta: dict[str, Any]
+    meta: Meta
+    """What every attempt's meta line says of the run."""
     redact: Redactor
     timeout_per_task: float | None
     seed: int | None
@@ -185,15 +193,16 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         failure = classify(checks, reply.stopped)
         error = _stop_detail(reply) if failure == "infra_error" else None
     if outcome.traceback is not None:  # the agent raised: its own stop record says where
-        reply.trajectory.append({"type": "stop", "reason": "agent_error", "detail": error,
-                                 "traceback": outcome.traceback})  # fmt: skip
+        stop = StopRecord(type="stop", reason="agent_error", detail=error,
+                          traceback=outcome.traceback)  # fmt: skip
+        reply.trajectory.append(dict(stop))
     diverged = traffic.divergence(outcome.failure) if traffic is not None else None
     if diverged is not None:  # a replay whose agent asked what its recording did not
         reply = reply.model_copy(update={"stopped": "replay_mismatch"})
         failure, error = "replay_mismatch", f"replay_mismatch: {diverged}"
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
-    meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
-            "started": started.isoformat()}  # fmt: skip
+    meta: Meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
+                  "started": started.isoformat()}  # fmt: skip
     score = _score_line(checks, failure, reply, seconds, error)
     text = trajectory_text(meta, reply.trajectory, score)
     row = AttemptResult(
@@ -233,18 +242,19 @@ def _recording_ref(plan: AttemptPlan, name: str, traffic: Traffic | None) -> str
 
 def _score_line(
     checks: Checks, failure: str, reply: AgentReply, seconds: float, error: str | None
-) -> dict[str, Any]:
-    return {
-        "passed": checks.passed,
-        "failure_class": failure,
-        "answer": reply.answer,
-        "checks": checks.model_dump(mode="json"),
-        "steps": reply.steps,
-        "tokens": reply.tokens,
-        "seconds": round(seconds, 3),
-        "stopped": reply.stopped,
-        "error": error,
-    }
+) -> ScoreRecord:
+    return ScoreRecord(
+        type="score",
+        passed=checks.passed,
+        failure_class=failure,
+        answer=reply.answer,
+        checks=checks.model_dump(mode="json"),
+        steps=reply.steps,
+        tokens=reply.tokens,
+        seconds=round(seconds, 3),
+        stopped=reply.stopped,
+        error=error,
+    )
 
 
 _RAISED = "run_task raised "

@@ -24,7 +24,7 @@ from agent_eval import __version__
 from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
 from agent_eval.results import iter_rows, read_head
 from agent_eval.trace.spans import AttemptPlan, plan_attempt
-from agent_eval.trajectory import read_trajectory
+from agent_eval.trajectory import read_trajectory, trajectory_path
 
 TRACES_PATH = "/v1/traces"
 """The OTLP/HTTP traces path, appended to an endpoint that does not already end in it."""
@@ -106,15 +106,15 @@ class OtlpExporter:
             attempts += 1
             label = f"{row.id} r{row.attempt}"
             name = row.trajectory_file
-            path = results_path.parent / name if name else None
+            path = trajectory_path(results_path, name)
             if path is None or not path.is_file():
                 problems.append(f"{label}: trajectory file {name or '(none)'} not found")
             else:
                 done = self._export(path, run, row.answer, _meta_defaults(run, path, row.seconds))
                 if isinstance(done, AttemptPlan):
                     plans.append(done)
-                elif done == "unreadable":
-                    problems.append(f"{label}: trajectory file {name} cannot be read")
+                elif done != "failed":
+                    problems.append(f"{label}: {done}")
         return ExportSummary(
             attempts=attempts,
             sent=self.sent - sent,
@@ -131,12 +131,13 @@ class OtlpExporter:
         answer: str | None = None,
         defaults: Mapping[str, Any] | None = None,
     ) -> AttemptPlan | str:
-        """The plan sent, or ``failed`` (endpoint) or ``unreadable`` (file)."""
+        """The plan sent, or ``failed`` (endpoint), or why the file cannot be read."""
         try:
-            records = read_trajectory(path)
-            plan = plan_attempt(records, path.name, run, self.content, answer, defaults)
-        except (OSError, UnicodeDecodeError, ResultsError, TypeError, ValueError):
-            return "unreadable"
+            plan = plan_attempt(read_trajectory(path), run, self.content, answer, defaults)
+        except ResultsError as exc:
+            return str(exc)
+        except (OSError, UnicodeDecodeError, TypeError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
         if self._closed or time.monotonic() < self._down_until:
             self._count(False)
             return "failed"

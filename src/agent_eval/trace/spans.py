@@ -1,4 +1,5 @@
-"""Plan one attempt's span tree from its trajectory records, without OpenTelemetry.
+"""Plan one attempt's span tree from its trajectory (read by ``agent_eval.trajectory``),
+without OpenTelemetry.
 
 The plan is plain data: names, kinds, attributes and nanosecond times reconstructed
 from the trajectory. Keeping it apart from the SDK lets the mapping be read and tested
@@ -20,6 +21,7 @@ from typing import Any
 
 from agent_eval.errors import ResultsError
 from agent_eval.trace import genai, messages
+from agent_eval.trajectory import Trajectory
 
 AttrValue = str | bool | int | float | list[str]
 NS = 1_000_000_000
@@ -98,14 +100,13 @@ def root_span_id(plan: AttemptPlan) -> str:
 
 
 def plan_attempt(
-    records: Sequence[Mapping[str, Any]],
-    source: str,
+    trajectory: Trajectory,
     run: Mapping[str, Any] | None = None,
     content: bool = False,
     answer: str | None = None,
     defaults: Mapping[str, Any] | None = None,
 ) -> AttemptPlan:
-    """The span tree of one trajectory; ``source`` names the file in error messages.
+    """The span tree of one trajectory.
 
     ``run`` is the results file's ``run`` block (engine, lab); ``content`` adds the task,
     the messages, tool results and the answer (``answer`` when the score line has none).
@@ -113,21 +114,23 @@ def plan_attempt(
     {role}`` span per stretch of a role's work, holding its model and tool spans.
     ``defaults`` stand in for meta keys the file lacks.
     """
-    if not records or not isinstance(records[0].get("meta"), Mapping):
+    source = trajectory.name
+    if trajectory.meta is None:
         raise ResultsError(f"trajectory {source}: the first line is not a meta line")
     # ``defaults`` fill what a meta line lacks (a course trajectory has no start or run id).
-    meta: Mapping[str, Any] = {**(defaults or {}), **records[0]["meta"]}
+    meta: Mapping[str, Any] = {**(defaults or {}), **trajectory.meta}
     origin = _start_ns(meta.get("started"), source)
     run = run or {}
     key = f"{meta.get('run_id', '')}:{meta.get('task_id', '')}:r{meta.get('attempt', 0)}"
     chat = _Chats(str(run.get("engine") or genai.DEFAULT_PROVIDER), content, meta)
-    steps = [r for r in records[1:] if r.get("type") in ("model", "tool", "route")]
+    records: Sequence[Mapping[str, Any]] = trajectory.records
+    steps = [r for r in records if r.get("type") in ("model", "tool", "route")]
     roles = {str(r.get("role") or "agent") for r in steps if r.get("type") == "model"}
     tree = _Tree(len(roles) > 1)
     score: Mapping[str, Any] = {}
     stop: Mapping[str, Any] = {}
     cursor = 0.0
-    for index, record in enumerate(records[1:], start=1):
+    for index, record in enumerate(records):
         kind = record.get("type")
         if kind == "score":
             score = record

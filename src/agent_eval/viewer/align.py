@@ -11,6 +11,8 @@ import json
 from difflib import SequenceMatcher
 from typing import Any
 
+from agent_eval.trajectory import STEP_KINDS
+
 ALIGN_LIMIT = 2_000
 """Records per side aligned; past this the rest is shown unaligned (the matcher is
 quadratic in the worst case)."""
@@ -64,18 +66,13 @@ def align(
     return rows, first
 
 
-STEP_TYPES = ("model", "tool")
-"""The records that are steps, as attempts count them: one per model reply and one per
-tool result. Routes, stops and the score are records between steps."""
-
-
 def step_numbers(records: list[dict[str, Any]]) -> list[int | None]:
     """Each record's step number (1-based, as an attempt's "N step(s)" counts), None for
     a record that is no step."""
     numbers: list[int | None] = []
     count = 0
     for record in records:
-        is_step = record.get("type") in STEP_TYPES
+        is_step = record.get("type") in STEP_KINDS
         count += is_step
         numbers.append(count if is_step else None)
     return numbers
@@ -92,7 +89,7 @@ def went_wrong(records: list[dict[str, Any]], failure_class: str) -> dict[str, A
         if number is not None:
             found["label"] = f"step {number}"
         else:
-            before = sum(r.get("type") in STEP_TYPES for r in records[: found["step"]])
+            before = sum(r.get("type") in STEP_KINDS for r in records[: found["step"]])
             kind = records[found["step"]].get("type") or "record"
             found["label"] = f"the {kind} after step {before}" if before else f"the {kind}"
     return found

@@ -1,5 +1,5 @@
 """Where the viewer's data comes from: runs found under the given paths, read through the
-results, journal and labbook readers, and files confined to the given folders.
+results, journal, labbook and trajectory owners, and files confined to the given folders.
 
 This is the viewer's only module that reads files. Every page asks it by an opaque run
 id and a row index, never by a path, so no URL can name a file. Each file is opened by
@@ -14,7 +14,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import stat
 import threading
 import time
@@ -37,9 +36,16 @@ from agent_eval.results import (
     read_labbook,
 )
 from agent_eval.results.rows import Attempt, compact
+from agent_eval.trajectory import (
+    JsonLines,
+    Limits,
+    Trajectory,
+    is_trajectory_name,
+    read_json_lines,
+    read_trajectory,
+    trajectory_path,
+)
 
-TRAJECTORY_NAME = re.compile(r"-r\d+\.jsonl$")
-"""Trajectory files, which are never runs; a folder of 100,000 of them is skipped fast."""
 MAX_DEPTH = 4
 """Folders below a given one that are searched for runs."""
 RESCAN_SECONDS = 2.0
@@ -55,23 +61,11 @@ TRAJECTORY_RECORDS = 20_000
 """Records kept of one trajectory; the rest are counted and cut, and the page says so."""
 TRAJECTORY_BYTES = 16 * 1024 * 1024
 """Bytes of one trajectory's records kept, however few the records."""
-COUNT_LIMIT = 1_000_000
-"""Lines past the caps counted at most, so that a huge file is not read to its end."""
 RECORD_LIMIT = 8 * 1024 * 1024
 """The longest trajectory line parsed, in bytes; a longer one is skipped and named."""
+READ_LIMITS = Limits(records=TRAJECTORY_RECORDS, bytes=TRAJECTORY_BYTES, line=RECORD_LIMIT)
+"""How much of a trajectory (or a recording) a page reads."""
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-
-
-@dataclass
-class Trajectory:
-    """A trajectory's records as read: at most TRAJECTORY_RECORDS of them and
-    TRAJECTORY_BYTES of their text, and what was skipped or cut, said in ``problem``."""
-
-    records: list[Any]
-    """Each line's parsed JSON, in file order."""
-    problem: str | None
-    size: int
-    """Bytes of the lines kept, for the cache's memory budget."""
 
 
 @dataclass
@@ -217,10 +211,8 @@ class Library:
                     found.append(Path(folder))  # one run per agent and model, not per file
                     dirs[:] = []
                     continue
-                for name in sorted(names):
-                    if name.endswith((".json", ".jsonl", ".eval")) and not TRAJECTORY_NAME.search(
-                        name
-                    ):
+                for name in sorted(names):  # a folder of 100,000 trajectories is passed fast
+                    if name.endswith((".json", ".jsonl", ".eval")) and not is_trajectory_name(name):
                         found.append(Path(folder) / name)
         unique: dict[Path, None] = {}
         for path in found:
@@ -408,12 +400,8 @@ class Library:
     def sibling(self, results: RunResults, row: Attempt, suffix: str) -> Path | None:
         """The attempt's trajectory file (suffix '.jsonl') or its diff ('.diff'), confined;
         None when the row names none."""
-        if not row.trajectory_file:
-            return None
-        candidate = Path(row.trajectory_file)
-        if not candidate.is_absolute():
-            candidate = results.path.parent / candidate
-        return self.confined(candidate.with_suffix(suffix))
+        candidate = trajectory_path(results.path, row.trajectory_file)
+        return None if candidate is None else self.confined(candidate.with_suffix(suffix))
 
     @contextmanager
     def open_confined(self, path: Path, limit: int | None = None) -> Iterator[IO[bytes]]:
@@ -462,49 +450,15 @@ class Library:
         return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
 
     def read_trajectory(self, path: Path) -> Trajectory:
-        """A confined trajectory's records, read a line at a time and capped: lines that are
-        not JSON, nest too deeply or are too long are skipped, and records past the caps
-        are counted and cut; ``problem`` says what was left out."""
-        records: list[Any] = []
-        torn = long = cut = kept = 0
+        """A confined trajectory, read by its owner with the page's caps: damaged lines
+        are skipped and records past the caps cut, and ``problem`` names them."""
         with self.open_confined(path) as handle:
-            while line := handle.readline(RECORD_LIMIT + 1):
-                if len(records) >= TRAJECTORY_RECORDS or kept >= TRAJECTORY_BYTES:
-                    cut = 1 + _lines_left(handle)
-                    break
-                if len(line) > RECORD_LIMIT and not line.endswith(b"\n"):
-                    long += 1
-                    while (rest := handle.readline(RECORD_LIMIT)) and not rest.endswith(b"\n"):
-                        pass
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    records.append(_json_line(line))
-                except ValueError:
-                    torn += 1
-                    continue
-                kept += len(line)
-        said = []
-        if torn:
-            said.append(f"{torn} line(s) of {path.name} are not JSON (or nest too deeply); skipped")
-        if long:
-            said.append(f"{long} line(s) of {path.name} are over {RECORD_LIMIT} bytes; skipped")
-        if cut:
-            said.append(
-                f"{path.name} holds more than is shown: the first {len(records)} records are "
-                f"shown and the {'' if cut < COUNT_LIMIT else 'at least '}{cut} line(s) after "
-                "them were cut"
-            )
-        return Trajectory(records, "; ".join(said) or None, kept + 256 * len(records))
+            return read_trajectory(handle, name=path.name, limits=READ_LIMITS, tolerant=True)
 
-
-def _lines_left(handle: IO[bytes]) -> int:
-    """How many lines follow in ``handle``, counting at most COUNT_LIMIT."""
-    count = 0
-    while count < COUNT_LIMIT and (chunk := handle.read(1 << 20)):
-        count += chunk.count(b"\n")
-    return min(count, COUNT_LIMIT)
+    def read_json_lines(self, path: Path) -> JsonLines:
+        """A confined JSON-lines file (a recording), with the caps trajectories are read with."""
+        with self.open_confined(path) as handle:
+            return read_json_lines(handle, path.name, READ_LIMITS, strict=False)
 
 
 def _unreadable(path: Path, exc: OSError) -> ResultsError:

@@ -34,6 +34,10 @@ CACHE_ENTRIES = 16
 CACHE_BYTES = 64 * 1024 * 1024
 """...and at most this many bytes of their records, so a few large ones push the rest out."""
 
+Shown = tuple[dict[str, Any], list[dict[str, Any]], str | None]
+"""An attempt's trajectory as a page shows it: the meta line's object, the records after
+it (each string and nesting cut), and what was left out."""
+
 
 class Views:
     """The viewer's pages over one Library; summaries and trajectories are cached."""
@@ -43,10 +47,8 @@ class Views:
         self._lock = threading.Lock()
         self._reports: dict[str, tuple[RunResults, dict[str, Any]]] = {}
         self._making: dict[str, threading.Lock] = {}
-        # The last trajectories read, by path: (mtime, records, problem, size in bytes).
-        self._trajectories: OrderedDict[
-            Path, tuple[float, list[dict[str, Any]], str | None, int]
-        ] = OrderedDict()
+        # The last trajectories read, by path: (mtime, meta, records, problem, size in bytes).
+        self._trajectories: OrderedDict[Path, tuple[float, Shown, int]] = OrderedDict()
 
     def preload(self) -> None:
         """Read every results file and summarise it now, so that a run opens at once."""
@@ -188,9 +190,7 @@ class Views:
         where it went wrong; the records themselves come page by page from ``steps``."""
         results = self.library.results(run_id)
         row = _row(results, index)
-        records, problem = self._records(results, row)
-        meta = records[0].get("meta", {}) if records and "meta" in records[0] else {}
-        body = [r for r in records if "meta" not in r]
+        meta, body, problem = self._records(results, row)
         diff, diff_problem = "", None
         try:
             path = self.library.sibling(results, row, ".diff")
@@ -245,8 +245,7 @@ class Views:
         """A page of the attempt's trajectory records (the meta line left out)."""
         results = self.library.results(run_id)
         row = _row(results, index)
-        records, problem = self._records(results, row)
-        body = [r for r in records if "meta" not in r]
+        _, body, problem = self._records(results, row)
         if row.recording_file:
             body = _with_calls(body, self._calls(results, row)[0])
         return {"total": len(body), "offset": offset, "problem": problem,
@@ -267,48 +266,46 @@ class Views:
         if not candidate.is_absolute():
             candidate = results.path.parent / candidate
         try:  # a recording is JSON lines like a trajectory: read with the same caps
-            recording = self.library.read_trajectory(self.library.confined(candidate))
+            recording = self.library.read_json_lines(self.library.confined(candidate))
         except ResultsError as exc:
             return [], str(exc)
-        calls = [_clip(call) for call in recording.records[1:] if isinstance(call, dict)]
-        return calls, recording.problem
+        calls = [_clip(call) for _, call in recording.values[1:] if isinstance(call, dict)]
+        return calls, "; ".join(recording.problems) or None
 
-    def _records(
-        self, results: RunResults, row: Attempt
-    ) -> tuple[list[dict[str, Any]], str | None]:
+    def _records(self, results: RunResults, row: Attempt) -> Shown:
+        """The attempt's meta line, its records cut for the page, and what was left out."""
         if isinstance(results, ForeignRun):  # another harness's log: records held in memory
-            return [_clip(record) for record in results.records(row)], None
+            lines = results.records(row)
+            meta = lines[0]["meta"] if lines and "meta" in lines[0] else {}
+            return meta, [_clip(r) for r in lines if "meta" not in r], None
         try:
             path = self.library.sibling(results, row, ".jsonl")
         except ResultsError as exc:
-            return [], str(exc)
+            return {}, [], str(exc)
         if path is None:
-            return [], "this attempt has no trajectory file"
+            return {}, [], "this attempt has no trajectory file"
         try:
             mtime = path.stat().st_mtime
         except OSError:
-            return [], f"{path.name}: not found (moved or deleted?)"
+            return {}, [], f"{path.name}: not found (moved or deleted?)"
         with self._lock:
             cached = self._trajectories.get(path)
             if cached is not None and cached[0] == mtime:
                 self._trajectories.move_to_end(path)
-                return cached[1], cached[2]
+                return cached[1]
         try:
             read = self.library.read_trajectory(path)
         except ResultsError as exc:
-            return [], str(exc)
-        records = [
-            _clip(record) if isinstance(record, dict) else {"value": _clip(record)}
-            for record in read.records
-        ]
+            return {}, [], str(exc)
+        shown: Shown = (dict(read.meta or {}), [_clip(r) for r in read.records], read.problem)
         with self._lock:
-            self._trajectories[path] = (mtime, records, read.problem, read.size)
+            self._trajectories[path] = (mtime, shown, read.size + 256 * len(read.records))
             while len(self._trajectories) > CACHE_ENTRIES or (
                 len(self._trajectories) > 1
-                and sum(entry[3] for entry in self._trajectories.values()) > CACHE_BYTES
+                and sum(entry[2] for entry in self._trajectories.values()) > CACHE_BYTES
             ):
                 self._trajectories.popitem(last=False)
-        return records, read.problem
+        return shown
 
     # -- two runs --------------------------------------------------------------------
 
@@ -344,8 +341,8 @@ class Views:
             left, right = crossing[0]
         sides = []
         for rid, index, row in (left, right):
-            records, problem = self._records(runs[rid], row)
-            sides.append((rid, index, row, [r for r in records if "meta" not in r], problem))
+            _, records, problem = self._records(runs[rid], row)
+            sides.append((rid, index, row, records, problem))
         rows, first = align(sides[0][3], sides[1][3])
         return {
             "task_id": task_id,
