@@ -75,7 +75,7 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [
         "agent_eval.agents", "agent_eval.agents.entry", "agent_eval.agents.outage",
-        "agent_eval.errors", "agent_eval.run", "agent_eval.run.executors",
+        "agent_eval.errors", "agent_eval.processes", "agent_eval.run", "agent_eval.run.executors",
         "agent_eval.run.executors.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
     ]  # fmt: skip
 

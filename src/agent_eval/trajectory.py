@@ -63,3 +63,9 @@ def read_trajectory(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def trajectory_path(results_file: Path, trajectory_file: str) -> Path:
+    """Where a results row's ``trajectory_file`` is: relative to the results file's
+    folder, as it is written, unless it is absolute."""
+    return results_file.parent / trajectory_file

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, get_origin
 
 from agent_eval.records import RESULTS_SCHEMA, Checks
 from agent_eval.results.schema import AttemptResult, RunHead
+from agent_eval.trajectory import trajectory_path
 
 CHECK_FIELDS = tuple(Checks.model_fields)
 """Checks' fields, in the order ``Attempt.checks`` holds their values."""
@@ -208,11 +209,10 @@ class RunResults:
         """The attempt's trajectory file, cut to ``limit`` characters; None if unreadable."""
         if not row.trajectory_file:
             return None
-        candidate = Path(row.trajectory_file)
-        if not candidate.is_absolute():
-            candidate = self.path.parent / candidate
         try:
-            text = candidate.read_text(encoding="utf-8", errors="replace")
+            text = trajectory_path(self.path, row.trajectory_file).read_text(
+                encoding="utf-8", errors="replace"
+            )
         except OSError:
             return None
         return text if len(text) <= limit else text[:limit] + "\n[... truncated]"

@@ -24,7 +24,7 @@ from agent_eval import __version__
 from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
 from agent_eval.results import iter_rows, read_head
 from agent_eval.trace.spans import AttemptPlan, plan_attempt
-from agent_eval.trajectory import read_trajectory
+from agent_eval.trajectory import read_trajectory, trajectory_path
 
 TRACES_PATH = "/v1/traces"
 """The OTLP/HTTP traces path, appended to an endpoint that does not already end in it."""
@@ -106,7 +106,7 @@ class OtlpExporter:
             attempts += 1
             label = f"{row.id} r{row.attempt}"
             name = row.trajectory_file
-            path = results_path.parent / name if name else None
+            path = trajectory_path(results_path, name) if name else None
             if path is None or not path.is_file():
                 problems.append(f"{label}: trajectory file {name or '(none)'} not found")
             else:

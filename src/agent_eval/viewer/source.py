@@ -37,6 +37,7 @@ from agent_eval.results import (
     read_labbook,
 )
 from agent_eval.results.rows import Attempt, compact
+from agent_eval.trajectory import trajectory_path
 
 TRAJECTORY_NAME = re.compile(r"-r\d+\.jsonl$")
 """Trajectory files, which are never runs; a folder of 100,000 of them is skipped fast."""
@@ -410,10 +411,7 @@ class Library:
         None when the row names none."""
         if not row.trajectory_file:
             return None
-        candidate = Path(row.trajectory_file)
-        if not candidate.is_absolute():
-            candidate = results.path.parent / candidate
-        return self.confined(candidate.with_suffix(suffix))
+        return self.confined(trajectory_path(results.path, row.trajectory_file).with_suffix(suffix))
 
     @contextmanager
     def open_confined(self, path: Path, limit: int | None = None) -> Iterator[IO[bytes]]:

@@ -11,9 +11,7 @@ through a relay (agent_eval.sandbox.relay) and options["base_url"] names its ins
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.processes import kill_group
 from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
@@ -119,8 +118,7 @@ class SandboxedWorkers:
         with self._lock:
             left, self._processes = list(self._processes.values()), {}
         for process in left:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid)
             process.wait()
         if self._relay is not None:
             self._relay.close()
