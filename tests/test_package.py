@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,7 @@ def test_public_api_is_pinned() -> None:
 # --- The layering: every import of the package, read from the source with ast -------
 
 SRC = Path(agent_eval.__file__).parent
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 SUBPACKAGES = ("run.executors",)
 """Packages inside a package that are units of their own in the table."""
 ROOT_CONSTANTS = frozenset({"__version__"})
@@ -79,7 +81,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }  # fmt: skip
 """Unit -> what it may import: units (a package, a top-level module, a subpackage named
 in SUBPACKAGES, or ``agent_eval`` for the package's own __init__), or single modules of
-another unit."""
+another unit. docs/architecture.md shows this table."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,18 @@ def test_the_table_names_what_exists() -> None:
     for targets in ALLOWED.values():
         for target in targets:
             assert target in units or f"agent_eval.{target}" in found, target
+
+
+def test_the_architecture_page_shows_the_table() -> None:
+    """docs/architecture.md has one row per unit, `unit` | `what` `it` `may` `import`,
+    and they are the table's rows exactly."""
+    rows = {}
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = frozenset(re.findall(r"`([^`]+)`", cells[2]))
+    differ = sorted(u for u in rows.keys() | ALLOWED.keys() if rows.get(u) != ALLOWED.get(u))
+    assert not differ, f"docs/architecture.md and ALLOWED differ for {differ}"
 
 
 def test_the_agents_process_loads_only_what_it_needs() -> None:
