@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -24,44 +30,246 @@ def test_public_api_is_pinned() -> None:
         assert getattr(agent_eval, name) is not None
 
 
-# package -> the agent_eval packages it must never pull in when imported alone
-FORBIDDEN = {
-    "records": ["suite", "score", "tools", "models", "agents", "run", "results", "report",
-                "trace", "cli"],
-    "errors": ["records", "suite", "score", "tools", "models", "agents", "run", "results",
-               "report", "cli"],
-    "suite": ["score", "tools", "models", "agents", "run", "results", "report", "cli"],
-    "score": ["tools", "models", "agents", "run", "results", "report", "cli"],
-    "tools": ["suite", "score", "models", "agents", "run", "results", "report", "cli"],
-    "models": ["suite", "score", "tools", "agents", "run", "results", "report", "cli"],
-    "web": ["records", "suite", "score", "tools", "models", "agents", "run", "results",
-            "report", "cli"],
-    # The results file's one owner: records, errors and score only.
-    "results": ["suite", "tools", "models", "agents", "run", "report", "trace", "cli"],
-    "agents": ["run", "report", "cli"],
-    "report": ["run", "agents", "tools", "models", "cli"],
-    "trace": ["suite", "tools", "models", "agents", "run", "report", "cli"],
-    "trace.otel": ["suite", "tools", "models", "agents", "run", "report", "cli"],
-    "run": ["cli", "report"],
-    "sandbox": ["records", "suite", "score", "tools", "models", "agents", "run", "results",
-                "report", "trace", "cli"],
-    "viewer": ["agents", "tools", "models", "run", "cli"],
+# --- The layering: every import of the package, read from the source with ast -------
+
+SRC = Path(agent_eval.__file__).parent
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+SUBPACKAGES = ("run.executors",)
+"""Packages inside a package that are units of their own in the table."""
+ROOT_CONSTANTS = frozenset({"__version__"})
+"""Names any module may take from the package root: constants, which import nothing."""
+
+ALLOWED: dict[str, frozenset[str]] = {
+    unit: frozenset(targets.split())
+    for unit, targets in {
+        # the leaves
+        "errors": "",
+        "processes": "",
+        "records": "errors",
+        "redaction": "errors",
+        "web": "errors",
+        "trajectory": "errors records",
+        "sandbox": "errors processes",
+        # what an attempt is made of
+        "suite": "errors records",
+        "score": "errors records processes sandbox",
+        "tools": "errors records processes",
+        "models": "errors records web",
+        # the owners of the files a run leaves, and what reads them
+        "results": "errors records score trajectory",
+        "trace": "errors records results trajectory",
+        "interop": "errors records results trajectory",
+        "replay": "errors records redaction results suite trajectory web",
+        "report": "errors records interop results score trajectory",
+        "viewer": "errors records interop report results score suite trajectory web",
+        # the agents, one run, several runs
+        "agents": "errors records processes redaction models score tools trace trajectory",
+        "run.executors": "errors records processes redaction web sandbox tools models results "
+        "replay agents run.attempt run.prepared run.settings run.workspace",
+        "run": "errors records redaction trajectory sandbox suite score tools models results "
+        "replay agents run.executors",
+        "workflows": "errors records redaction trajectory suite score results agents run",
+        "starter": "errors records suite agents",
+        # the command line, and the package's face
+        "cli": "errors records processes redaction web trajectory sandbox suite score tools "
+        "models results trace interop replay report viewer agents run workflows starter",
+        "__main__": "cli",
+        "agent_eval": "errors records processes redaction web trajectory sandbox suite score "
+        "tools models results trace interop replay report viewer agents run.executors run "
+        "workflows starter cli",
+    }.items()
 }  # fmt: skip
-for _package, _forbidden in FORBIDDEN.items():
-    if _package != "viewer":
-        _forbidden.append("viewer")  # only the CLI opens the viewer
+"""Unit -> what it may import: units (a package, a top-level module, a subpackage named
+in SUBPACKAGES, or ``agent_eval`` for the package's own __init__), or single modules of
+another unit. docs/architecture.md shows this table."""
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_dependencies_point_one_way(package: str) -> None:
-    code = (
-        f"import sys, agent_eval.{package}\n"
-        "print(' '.join(sorted({m.split('.')[1] for m in sys.modules "
-        "if m.startswith('agent_eval.')})))"
+@dataclass(frozen=True)
+class Edge:
+    """One import: which module, at which line, names which module of the package."""
+
+    source: str
+    line: int
+    target: str
+    named: bool = False
+    """Named in a string (for importlib), not an import statement."""
+
+    def __str__(self) -> str:
+        direction = f"{unit(self.source)} -> {unit(self.target)}"
+        return f"{self.source}:{self.line} imports {self.target} ({direction})"
+
+
+def unit(module: str) -> str:
+    """The table's unit of a module: ``agent_eval.run.executors.pool`` -> ``run.executors``."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "agent_eval"
+    for sub in SUBPACKAGES:
+        if parts[: sub.count(".") + 1] == sub.split("."):
+            return sub
+    return parts[0]
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the package under ``root`` by dotted name (suites are data)."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if "suites" in parts:
+            continue
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: Collection[str]) -> Iterator[Edge]:
+    """Every import in a module's source, at any depth: in functions, under ``if
+    TYPE_CHECKING:``, relative ones, and dotted module names in strings (as
+    importlib.import_module is given them)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            targets = []
+            for alias in node.names:
+                if f"{base}.{alias.name}" in known:
+                    targets.append(f"{base}.{alias.name}")  # a submodule
+                elif base == "agent_eval" and alias.name in ROOT_CONSTANTS:
+                    continue
+                else:
+                    targets.append(base)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = node.value.partition(":")[0]
+            targets = [named] if named.startswith("agent_eval.") and named in known else []
+        else:
+            continue
+        for target in targets:
+            if target == "agent_eval" or target.startswith("agent_eval."):
+                yield Edge(name, node.lineno, target, isinstance(node, ast.Constant))
+
+
+def refused(root: Path) -> list[str]:
+    """Every import under ``root`` that crosses units in a direction ALLOWED does not list."""
+    found = modules(root)
+    bad = []
+    for name, path in found.items():
+        for edge in imports(name, path, found):
+            source, target = unit(edge.source), unit(edge.target)
+            if source == target:
+                continue
+            allowed = ALLOWED.get(source, frozenset())
+            if target not in allowed and edge.target.removeprefix("agent_eval.") not in allowed:
+                bad.append(str(edge))
+    return bad
+
+
+def test_every_import_points_an_allowed_way() -> None:
+    assert refused(SRC) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "named"),
+    [
+        ("score/planted.py", "from agent_eval.cli import main\n", "(score -> cli)"),
+        (
+            "results/planted.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from agent_eval.run.settings import RunConfig\n",
+            "(results -> run)",
+        ),
+        (
+            "report/planted.py",
+            "def later():\n    import agent_eval.run.runner\n",
+            "(report -> run)",
+        ),
+        ("tools/planted.py", "from ..agents import BUILTIN_AGENTS\n", "(tools -> agents)"),
+        ("records.py", "from agent_eval import RunConfig\n", "(records -> agent_eval)"),
+        (
+            "run/executors/planted.py",
+            "from agent_eval.run.runner import prepare\n",
+            "(run.executors -> run)",
+        ),
+        (
+            "trace/planted.py",
+            "import importlib\nSENDER = importlib.import_module('agent_eval.run.runner')\n",
+            "(trace -> run)",
+        ),
+    ],
+)
+def test_a_planted_upward_import_is_refused_by_name(
+    tmp_path: Path, where: str, source: str, named: str
+) -> None:
+    tree = tmp_path / "agent_eval"
+    shutil.copytree(SRC, tree, ignore=shutil.ignore_patterns("__pycache__", "suites"))
+    planted = tree / where
+    planted.write_text(
+        (planted.read_text(encoding="utf-8") if planted.exists() else "") + source,
+        encoding="utf-8",
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    pulled = set(done.stdout.split())
-    assert not pulled & set(FORBIDDEN[package]), f"{package} pulled in {pulled}"
+    found = refused(tree)
+    assert len(found) == 1 and found[0].endswith(named), found
+    module = "agent_eval." + where.removesuffix(".py").replace("/", ".")
+    assert found[0].startswith(f"{module}:")
+
+
+def test_a_downward_import_and_the_version_are_allowed(tmp_path: Path) -> None:
+    tree = tmp_path / "agent_eval"
+    shutil.copytree(SRC, tree, ignore=shutil.ignore_patterns("__pycache__", "suites"))
+    (tree / "run" / "executors" / "planted.py").write_text(
+        "from agent_eval import __version__\nfrom agent_eval.run.attempt import Outcome\n"
+        "from agent_eval.records import Task\n",
+        encoding="utf-8",
+    )
+    assert refused(tree) == []
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No cycle among modules, through any number of others: a unit's table entries can
+    name single modules of another (an executor runs run/attempt.py, and run/runner.py
+    starts the executors) only because those modules never reach back."""
+    found = modules(SRC)
+    graph = {name: {e.target for e in imports(name, path, found) if not e.named}
+             for name, path in found.items()}  # fmt: skip
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            raise AssertionError(" -> ".join([*path[path.index(name) :], name]))
+        if name in done:
+            return
+        for target in sorted(graph[name] - {name}):
+            if not (name.startswith(target + ".") and found[target].name == "__init__.py"):
+                visit(target, (*path, name))
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
+
+
+def test_the_table_names_what_exists() -> None:
+    found = modules(SRC)
+    units = {unit(name) for name in found}
+    assert set(ALLOWED) == units
+    for targets in ALLOWED.values():
+        for target in targets:
+            assert target in units or f"agent_eval.{target}" in found, target
+
+
+def test_the_architecture_page_shows_the_table() -> None:
+    """docs/architecture.md has one row per unit, `unit` | `what` `it` `may` `import`,
+    and they are the table's rows exactly."""
+    rows = {}
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = frozenset(re.findall(r"`([^`]+)`", cells[2]))
+    differ = sorted(u for u in rows.keys() | ALLOWED.keys() if rows.get(u) != ALLOWED.get(u))
+    assert not differ, f"docs/architecture.md and ALLOWED differ for {differ}"
 
 
 def test_the_agents_process_loads_only_what_it_needs() -> None:
@@ -75,7 +283,7 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [
         "agent_eval.agents", "agent_eval.agents.entry", "agent_eval.agents.outage",
-        "agent_eval.errors", "agent_eval.run", "agent_eval.run.executors",
+        "agent_eval.errors", "agent_eval.processes", "agent_eval.run", "agent_eval.run.executors",
         "agent_eval.run.executors.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
     ]  # fmt: skip
 

@@ -12,7 +12,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from agent_eval.errors import ConfigError
-from agent_eval.web import AppServer, bind
+from agent_eval.web import AppServer, bind, host_names_us, is_loopback
 
 
 def _app() -> Starlette:
@@ -70,3 +70,53 @@ def test_connections_to_a_bound_socket_have_nagle_off() -> None:
 
     asyncio.run(asyncio.wait_for(accept_one(), 10))
     assert seen == [1]
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.0.1", True),
+        ("localhost", True),
+        ("LocalHost", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),  # IPv4-mapped: loopback on every Python version
+        ("0:0:0:0:0:0:0:1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("::ffff:10.0.0.5", False),
+        ("192.168.1.5", False),
+        ("10.0.0.5", False),
+        ("example.org", False),
+        ("localhost.example.org", False),
+        ("127.0.0.1.example.org", False),
+        ("", False),
+    ],
+)
+def test_only_loopback_hosts_count_as_local(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize(
+    ("header", "ours"),
+    [
+        ("127.0.0.1:8000", True),
+        ("localhost:8000", True),
+        ("[::1]:8000", True),
+        ("[::ffff:127.0.0.1]:8000", True),
+        ("127.0.0.1:8001", False),
+        ("evil.example:8000", False),
+        ("localhost.evil.example:8000", False),
+        ("::1:8000", False),  # an unbracketed IPv6 address
+        ("127.0.0.1", False),  # no port means 80
+    ],
+)
+def test_a_host_header_names_us_only_by_loopback_and_our_port(header: str, ours: bool) -> None:
+    assert host_names_us(header, 8000) is ours
+
+
+def test_an_ipv4_mapped_loopback_host_needs_no_allow_remote() -> None:
+    with AppServer(_app(), host="::ffff:127.0.0.1", port=0) as server:
+        assert server.port > 0
+    with pytest.raises(ConfigError, match="--allow-remote"):
+        AppServer(_app(), host="::ffff:10.0.0.5", port=0)

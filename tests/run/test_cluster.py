@@ -41,9 +41,13 @@ HERE = [Node("a", "10.0.0.5", 4), Node("b", "127.0.0.1", 4)]
         ("http://localhost:4000/v1", ELSEWHERE, True),
         ("http://[::1]:4000/v1", ELSEWHERE, True),
         ("http://127.0.0.2:4000/v1", ELSEWHERE, True),
+        ("http://LOCALHOST:4000/v1", ELSEWHERE, True),
+        ("http://[::ffff:127.0.0.1]:4000/v1", ELSEWHERE, True),
+        ("http://[::ffff:10.0.0.5]:4000/v1", ELSEWHERE, False),
         ("http://10.0.0.5:4000/v1", ELSEWHERE, False),  # a real address: reachable
         ("https://api.example.com/v1", ELSEWHERE, False),
         ("http://127.0.0.1:4000/v1", HERE, False),  # every node is this machine
+        ("http://127.0.0.1:4000/v1", [Node("a", "10.0.0.5", 4), Node("b", "::1", 4)], False),
         ("http://127.0.0.1:4000/v1", [Node("a", "10.0.0.5", 4)], False),
     ],
 )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent_eval.errors import AgentLoadError
+from agent_eval.processes import kill_group
 from agent_eval.records import AgentReply
 from agent_eval.redaction import Redactor, copy_redacted
 
@@ -286,11 +287,9 @@ class CommandAgent:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if process.poll() is not None:
                 break
-            try:
-                os.killpg(process.pid, sig)
+            kill_group(process.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(1.0)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
         if process.poll() is None:
             process.kill()
             process.wait()

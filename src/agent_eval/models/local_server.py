@@ -34,7 +34,7 @@ from agent_eval.models.local_engine import (
     chat_completion,
     text_completion,
 )
-from agent_eval.web import MAX_BODY, AppServer, BadBody, check_host, is_loopback, read_json
+from agent_eval.web import MAX_BODY, AppServer, BadBody, check_host, read_json
 
 ALIASES = ("local/chat", "local/answer", "local/router")
 DEFAULT_PORT = 4000
@@ -45,7 +45,7 @@ million parameters, like the shipped 270M one, does not keep to a tool-call turn
 repeats its prompt until the reply is cut), but a grammar-constrained JSON action it can
 produce. The reference agents follow this advice when no ``tool_mode`` option is given."""
 
-__all__ = ["ALIASES", "DEFAULT_PORT", "LocalModelServer", "is_loopback", "wait_healthy"]
+__all__ = ["ALIASES", "DEFAULT_PORT", "LocalModelServer", "wait_healthy"]
 _COMPLETIONS = {"/v1/chat/completions": chat_completion, "/v1/completions": text_completion}
 """POST route -> the engine function that answers it."""
 

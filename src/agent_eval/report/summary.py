@@ -4,18 +4,18 @@ other format, so that text, Markdown, JUnit and HTML never disagree.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from agent_eval.report.budgets import headline
+from agent_eval.report.figures import task_figure
 from agent_eval.results import RunResults, TaskOutcome, tally
 from agent_eval.results.rows import CHECK_FIELDS
+from agent_eval.results.schema import TaskSummary
 from agent_eval.results.summary import UNKNOWN_CLASS
 from agent_eval.score import stats
 from agent_eval.score.clusters import cluster_labels, clustered_mean
 from agent_eval.score.copied import is_copied_pass
-from agent_eval.score.pass_k import pass_hat_k
 
 RUN_KEYS = (
     "run_id",
@@ -56,43 +56,32 @@ def _pass_k(counts: list[stats.TaskCount]) -> tuple[dict[str, Any], dict[str, An
     return at, hat
 
 
-def task_row(task: TaskOutcome) -> dict[str, Any]:
-    """One task's figures: the course's per-task keys in its order (its rounding, and
-    ``first_failure`` the checks object of the first failed attempt), then agent-eval's
-    (the rate with its interval, pass@k, pass^k, means and every failure in words)."""
+def task_row(
+    task: TaskOutcome, course: TaskSummary, prices: dict[str, float | None]
+) -> dict[str, Any]:
+    """One task's figures: the course's per-task keys in its order, as the results file's
+    one summary computes them (``course``), then agent-eval's (the rate with its interval,
+    pass@k, pass^k, means and every failure in words)."""
     n, c = task.attempts, task.passes
     classes: dict[str, int] = {}
     for row in task.rows:
         name = row.failure_class or UNKNOWN_CLASS
         classes[name] = classes.get(name, 0) + 1
-    failed = [row for row in task.rows if not row.passed]
-    steps = [r.steps for r in task.rows]
-    tokens = [r.tokens for r in task.rows]
     return {
-        "id": task.task_id,
-        "category": task.category,
-        "attempts": n,
-        "successes": c,
-        "success_rate": round(task.rate, 3),
-        "steps_min": min(steps),
-        "steps_max": max(steps),
-        "tokens_min": min(tokens),
-        "tokens_max": max(tokens),
-        "first_failure": failed[0].check_record().model_dump(mode="json") if failed else None,
-        "first_failure_reason": failed[0].failure if failed else None,
+        **course.model_dump(mode="json", exclude={"pass_hat_k"}),
         "task_id": task.task_id,
         "exact_success_rate": task.rate,
         "wilson95": list(stats.wilson_interval(c, n)),
         "pass_at_k": {str(k): stats.pass_at_k(n, c, k) for k in range(1, n + 1)},
-        "pass_hat_k": {str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
+        "pass_hat_k": course.pass_hat_k,
         "unstable": 0 < c < n,
         "failure_classes": dict(sorted(classes.items())),
-        "mean_steps": statistics.fmean(steps),
-        "min_steps": min(steps),
-        "max_steps": max(steps),
-        "mean_tokens": statistics.fmean(tokens),
-        "mean_seconds": statistics.fmean(r.seconds for r in task.rows),
-        "failures": [row.failure for row in failed],
+        "mean_steps": task_figure(task, "steps", prices),
+        "min_steps": course.steps_min,
+        "max_steps": course.steps_max,
+        "mean_tokens": task_figure(task, "tokens", prices),
+        "mean_seconds": task_figure(task, "seconds", prices),
+        "failures": [row.failure for row in task.rows if not row.passed],
     }
 
 
@@ -114,7 +103,9 @@ def summarise_run(results: RunResults, cluster: str = "none") -> dict[str, Any]:
     """
     tasks = results.tasks
     rows = results.rows
-    counted = tally(rows, results.prices)
+    # Tasks in first-seen order and each task's attempts in order, as ``tasks`` has them,
+    # so that the per-task view's first failure is the first by attempt number.
+    counted = tally([row for task in tasks for row in task.rows], results.prices)
     figures = counted.summary()
     exact = figures.exact or {}
     counts = [(t.attempts, t.passes) for t in tasks]
@@ -183,7 +174,13 @@ def summarise_run(results: RunResults, cluster: str = "none") -> dict[str, Any]:
         "bad_citation_attempts": sum(1 for r in rows if r.checks[_BAD_CITATIONS]),
     }
     summary["headline"] = headline(summary)
-    return {"summary": summary, "per_task": [task_row(t) for t in tasks]}
+    return {
+        "summary": summary,
+        "per_task": [
+            task_row(task, course, results.prices)
+            for task, course in zip(tasks, counted.per_task(), strict=True)
+        ],
+    }
 
 
 def _not_estimable(

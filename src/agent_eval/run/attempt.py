@@ -16,7 +16,6 @@ from agent_eval.replay.recording import recording_name
 from agent_eval.results import AttemptResult
 from agent_eval.results.legacy import RAISED
 from agent_eval.results.schema import Frame
-from agent_eval.run.executors.worker import Outcome
 from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace
 from agent_eval.sandbox.bwrap import Sandbox
 from agent_eval.score.checks import classify, score_attempt, tools_used
@@ -120,6 +119,23 @@ class Scored:
             write_new_file(folder, stem + ".diff", self.diff)
         if self.recording:
             write_new_file(folder, recording_name(self.name, tag), self.recording)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt produced, as the worker that ran it (or a stand-in) reports it,
+    before it is scored."""
+
+    reply: AgentReply | None
+    """The validated reply, or None when the attempt failed."""
+    error: str | None = None
+    """Why there is no reply, in one line."""
+    failure: str | None = None
+    """agent_error, over_budget or infra_error when there is no reply."""
+    infra: dict[str, Any] | None = None
+    """The agent's account of a model endpoint failure, for retries."""
+    traceback: list[dict[str, Any]] | None = None
+    """Where run_task raised: its frames in the agent's own files (agent_frames)."""
 
 
 class RunsAgent(Protocol):

@@ -22,8 +22,7 @@ from agent_eval.replay import ModelProxy, ReplaySource, read_recording
 from agent_eval.replay.proxy import OnCall
 from agent_eval.replay.source import recorded_suite
 from agent_eval.results import AttemptResult, iter_rows, read_head
-from agent_eval.run.attempt import run_attempt
-from agent_eval.run.executors.worker import Outcome
+from agent_eval.run.attempt import Outcome, run_attempt
 from agent_eval.run.runner import attempt_plan, prepare
 from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig
 

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Collection
 from types import FrameType
 
+from agent_eval.processes import kill_group
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -68,15 +70,13 @@ def main(command: list[str]) -> int:
     process = subprocess.Popen(command, start_new_session=True)
 
     def stop(_signal: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid)
         end_strays(())
         os._exit(128 + signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
     code = process.wait()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)  # the group first: then its members orphan
+    kill_group(process.pid)  # the group first: then its members orphan
     end_strays(())
     return 128 - code if code < 0 else code
 

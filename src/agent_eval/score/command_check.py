@@ -18,17 +18,15 @@ never because the process exited 0: agent code that calls os._exit(0) on import 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from agent_eval.processes import run_in_group
 from agent_eval.records import CommandCheck
 from agent_eval.sandbox.bwrap import Sandbox
 
@@ -222,40 +220,17 @@ def command_environment(copy: Path, scratch: Path) -> dict[str, str]:
 def _run(
     argv: list[str], cwd: Path, env: dict[str, str], check: CommandCheck
 ) -> tuple[bool, str | None]:
-    # A file rather than a pipe: the child never blocks on a full pipe, and endless
-    # output is bounded by the timeout alone.
     with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        # SIGTERM first, then the group: under the sandbox the reaper ends what it started.
+        code = run_in_group(
+            argv, cwd=cwd, env=env, timeout=check.timeout, output=output, grace=STOP_GRACE
         )
-        try:
-            code: int | None = process.wait(timeout=check.timeout)
-        except subprocess.TimeoutExpired:
-            code = None
-            with contextlib.suppress(ProcessLookupError):  # the reaper ends what it started
-                os.kill(process.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=STOP_GRACE)
-        # Children left running in the background would outlive the scratch folder.
-        _kill_group(process.pid)
-        process.wait()
         tail = _tail(output)
     if code is None:
         return False, f"did not finish within {check.timeout:g} s and was stopped{tail}"
     if code != check.exit_code:
         return False, f"exit code {code}, expected {check.exit_code}{tail}"
     return True, f"exit code {code}{tail}"
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _tail(output: IO[bytes]) -> str:

@@ -9,14 +9,12 @@ expansions are therefore plain characters, never features.
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
 from typing import Any
 
+from agent_eval.processes import run_in_group
 from agent_eval.tools.base import (
     MAX_RESULT_CHARS,
     Observation,
@@ -98,23 +96,15 @@ def run_argv(
     program = shutil.which(argv[0], path=SAFE_PATH)
     if program is None:
         return refuse(f"run_command: {argv[0]!r} is not installed on this machine")
-    # A file rather than a pipe: the child can never block on a full pipe, and a command
-    # that prints without end is bounded by the timeout alone.
     with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(
+        code = run_in_group(
             [program, *argv[1:]],
             cwd=root,
             env=minimal_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            timeout=timeout_seconds,
+            output=output,
         )
-        try:
-            code = process.wait(timeout=timeout_seconds)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if code is None:
             return refuse(
                 f"run_command: {shlex.join(argv)!r} did not finish within "
                 f"{timeout_seconds:g} seconds and was stopped"

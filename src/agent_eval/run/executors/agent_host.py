@@ -49,6 +49,7 @@ from agent_eval.agents.entry import (
 from agent_eval.agents.outage import describe as describe_outage
 from agent_eval.agents.outage import find_outage
 from agent_eval.errors import AgentLoadError
+from agent_eval.processes import kill_group
 from agent_eval.sandbox.reaper import become_subreaper, children, end_strays
 
 RunTask = Callable[[str, dict[str, Any]], Any]
@@ -69,13 +70,14 @@ def main(fd: int) -> None:
     become_subreaper()
     conn = Connection(fd)
     spec, options, memory_mb, isolation, reply_keys, limits = conn.recv()
-    _serve(conn, spec, options, isolation, Keep(reply_keys, memory_mb, *limits))
+    _serve(conn, spec, options, isolation, AttemptSetup(reply_keys, memory_mb, *limits))
 
 
 @dataclass(frozen=True)
-class Keep:
-    """What an attempt's reply keeps: the reply's fields (the parent's AgentReply's, sent
-    over so this process need not import pydantic), and the limits to apply and name."""
+class AttemptSetup:
+    """What every attempt of this worker is run under: the fields its reply keeps (the
+    parent's AgentReply's, sent over so this process need not import pydantic), and the
+    limits to apply and name."""
 
     reply_keys: tuple[str, ...]
     memory_mb: int | None
@@ -94,11 +96,11 @@ class Keep:
 
 
 def _serve(
-    conn: Connection, spec: str, options: dict[str, Any], isolation: str, keep: Keep
+    conn: Connection, spec: str, options: dict[str, Any], isolation: str, setup: AttemptSetup
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    if keep.memory_mb is not None:
-        limit = keep.memory_mb * 1024 * 1024
+    if setup.memory_mb is not None:
+        limit = setup.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         agent = load_agent(spec)
@@ -116,16 +118,16 @@ def _serve(
         if isolation == "attempt" and hazard is None:
             _flush()  # or every copy would write out what build() left buffered
             gc.freeze()  # the copies' collector then leaves the built state's pages shared
-            _serve_copies(conn, agent, keep)
+            _serve_copies(conn, agent, setup)
         else:
-            _serve_in_process(conn, agent, keep)
+            _serve_in_process(conn, agent, setup)
     except OSError:  # the parent is gone
         pass
 
 
-def _serve_in_process(conn: Connection, agent: Agent, keep: Keep) -> None:
+def _serve_in_process(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
     built = set(children())  # what build() started stays; what an attempt starts does not
-    keep.apply()
+    setup.apply()
     while True:
         try:
             message = conn.recv()
@@ -135,18 +137,18 @@ def _serve_in_process(conn: Connection, agent: Agent, keep: Keep) -> None:
             _close(conn, agent)
             return
         _, task, options = message
-        reply = encode(_attempt(agent.run_task, task, options, keep))
+        reply = encode(_attempt(agent.run_task, task, options, setup))
         end_strays(built)  # before the reply: the parent then scores a settled world
         conn.send_bytes(reply)
 
 
-def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
+def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
     """Keep SPARE_COPIES unused copies ready for the parent; reap every copy that ends."""
-    copies: dict[int, Copy] = {}
+    copies: dict[int, AttemptFork] = {}
     """Live copies by the worker's end of their status pipe."""
 
     def make_ready() -> None:
-        copy = Copy.fork(conn, agent.run_task, keep)
+        copy = AttemptFork.fork(conn, agent.run_task, setup)
         copies[copy.status] = copy
         conn.send(("copy", copy.pid))
         reduction.send_handle(conn, copy.parent_end, copy.pid)
@@ -188,8 +190,8 @@ def _serve_copies(conn: Connection, agent: Agent, keep: Keep) -> None:
 
 
 @dataclass
-class Copy:
-    """A fork of the built worker, for exactly one attempt; the worker's side of it."""
+class AttemptFork:
+    """A copy of the built worker (a fork) for exactly one attempt; the worker's side of it."""
 
     pid: int
     status: int
@@ -200,7 +202,7 @@ class Copy:
     replied: bool = False
 
     @classmethod
-    def fork(cls, conn: Connection, run_task: RunTask, keep: Keep) -> Copy:
+    def fork(cls, conn: Connection, run_task: RunTask, setup: AttemptSetup) -> AttemptFork:
         status_read, status_write = os.pipe()
         parent_end, copy_end = socket.socketpair()
         pid = os.fork()
@@ -211,8 +213,8 @@ class Copy:
                 parent_end.close()
                 conn.close()
                 os.setpgid(0, 0)  # its own group: one kill ends what the attempt started
-                keep.apply()
-                _run_one(Connection(copy_end.detach()), status_write, run_task, keep)
+                setup.apply()
+                _run_one(Connection(copy_end.detach()), status_write, run_task, setup)
             except BaseException:
                 traceback.print_exc()
                 code = 1
@@ -229,21 +231,20 @@ class Copy:
         """End the copy and anything it left running, reap it, and return its exit code
         (-N for signal N). The group is killed while the copy is still unreaped, so its
         id cannot yet belong to another process."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        kill_group(self.pid)
         os.close(self.status)
         _, status = os.waitpid(self.pid, 0)
         return os.waitstatus_to_exitcode(status)
 
 
-def _run_one(conn: Connection, status: int, run_task: RunTask, keep: Keep) -> None:
+def _run_one(conn: Connection, status: int, run_task: RunTask, setup: AttemptSetup) -> None:
     """In a copy: wait for its attempt, run it, answer."""
     try:
         _, task, options = conn.recv()
     except EOFError:  # never needed: the run is over
         return
     os.write(status, TAKEN)
-    conn.send_bytes(encode(_attempt(run_task, task, options, keep)))
+    conn.send_bytes(encode(_attempt(run_task, task, options, setup)))
     _flush()  # before REPLIED, after which the worker ends this process
     os.write(status, REPLIED)
 
@@ -258,14 +259,14 @@ def _close(conn: Connection, agent: Agent) -> None:
     conn.send(("closed", warning))
 
 
-def _attempt(run_task: RunTask, task: str, options: dict[str, Any], keep: Keep) -> Reply:
+def _attempt(run_task: RunTask, task: str, options: dict[str, Any], setup: AttemptSetup) -> Reply:
     """Run one attempt. What run_task returned is checked by the parent (`coerce_reply`),
     where it costs far less than in a fresh copy, whose every first touch of a page of
     the built state copies that page."""
     try:
         raw = run_task(task, options)
     except MemoryError:
-        return ("over_budget", f"memory over --max-memory-mb {keep.memory_mb}", None)
+        return ("over_budget", f"memory over --max-memory-mb {setup.memory_mb}", None)
     except (Exception, SystemExit) as exc:  # an agent's crash is its failure, not ours...
         outage = find_outage(exc)
         if outage is not None:  # ...unless its HTTP client says the endpoint failed
@@ -274,7 +275,7 @@ def _attempt(run_task: RunTask, task: str, options: dict[str, Any], keep: Keep) 
         return ("agent_error", f"run_task raised {type(exc).__name__}: {exc}", frames)
     if not isinstance(raw, dict):
         return ("reply", raw, None)
-    fields = {key: raw[key] for key in keep.reply_keys if key in raw}
+    fields = {key: raw[key] for key in setup.reply_keys if key in raw}
     return ("reply", fields, raw.get("infra_error"))
 
 

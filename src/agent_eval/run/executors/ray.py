@@ -32,7 +32,7 @@ from agent_eval.errors import AgentEvalError, AgentLoadError, ConfigError
 from agent_eval.records import Task
 from agent_eval.redaction import Redactor
 from agent_eval.replay import recording_name
-from agent_eval.run.attempt import AttemptPlan, Scored, run_attempt
+from agent_eval.run.attempt import AttemptPlan, Outcome, Scored, run_attempt
 from agent_eval.run.executors.cluster import (
     all_here,
     cluster_nodes,
@@ -44,7 +44,6 @@ from agent_eval.run.executors.pool import serve_all
 from agent_eval.run.executors.protocol import Record, TryAttempt
 from agent_eval.run.executors.ray_slots import SECRETS_ENV, SlotGroup, split_secrets
 from agent_eval.run.executors.travel import Travel, gather
-from agent_eval.run.executors.worker import Outcome
 
 if TYPE_CHECKING:
     from agent_eval.run.prepared import PreparedRun

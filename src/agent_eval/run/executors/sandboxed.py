@@ -13,9 +13,7 @@ Each sandbox starts in a pids cgroup of its own where one can be made
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.processes import kill_group
 from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
@@ -172,8 +171,7 @@ class SandboxedWorkers:
         with self._lock:
             left, self._processes = list(self._processes.values()), {}
         for process in left:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid)
             process.wait()
             self._drain(process.pid)
         if self._relay is not None:

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -27,7 +25,9 @@ from typing import Any, Protocol
 
 from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
+from agent_eval.processes import kill_group
 from agent_eval.records import AgentReply
+from agent_eval.run.attempt import Outcome
 from agent_eval.run.executors.agent_host import exit_reason
 from agent_eval.run.settings import Isolation
 
@@ -43,22 +43,6 @@ class Starter(Protocol):
     def fork(self, folder: Path | None = None) -> tuple[int, Connection]: ...
 
     def reap(self, pid: int) -> int | None: ...
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one attempt produced, from the parent's side of the pipe."""
-
-    reply: AgentReply | None
-    """The validated reply, or None when the attempt failed."""
-    error: str | None = None
-    """Why there is no reply, in one line."""
-    failure: str | None = None
-    """agent_error, over_budget or infra_error when there is no reply."""
-    infra: dict[str, Any] | None = None
-    """The agent's account of a model endpoint failure, for retries."""
-    traceback: list[dict[str, Any]] | None = None
-    """Where run_task raised: its frames in the agent's own files (agent_frames)."""
 
 
 class Worker:
@@ -175,7 +159,7 @@ class Worker:
             copy.close()
             return Outcome(None, exit_reason(self._copy_ended(conn, pid)), "agent_error")
         if message is None:
-            _kill_group(pid)
+            kill_group(pid, or_process=True)
             copy.close()
             self._copy_ended(conn, pid)
             return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
@@ -261,11 +245,11 @@ class Worker:
             spares, self._spares = self._spares, deque()
         for ended in (copy, *(spare for spare, _ in spares)):
             if ended is not None:
-                _kill_group(ended)
+                kill_group(ended, or_process=True)
         for _, spare_conn in spares:
             spare_conn.close()
         if pid is not None:
-            _kill_group(pid)
+            kill_group(pid, or_process=True)
             self._zygote.reap(pid)
         if conn is not None:
             conn.close()
@@ -281,11 +265,3 @@ def _next(conn: Connection, deadline: float | None) -> Any:
     """The next message, or None when ``deadline`` passes first."""
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
     return conn.recv() if conn.poll(left) else None
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except PermissionError:  # not yet its own group leader: the pid alone
-            os.kill(pid, signal.SIGKILL)
