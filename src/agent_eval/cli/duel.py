@@ -109,7 +109,7 @@ _FLAG = {param.name: param.opts[0] for param in run.params if param.name}
 @text_or_json
 def duel(**flags: Any) -> int:
     from agent_eval.results.duel_file import SIDES, read_duel
-    from agent_eval.workflows.duel import DuelConfig, begin, check_resumable, check_specs, play
+    from agent_eval.workflows.duel import begin, check_resumable, check_specs, duel_config, play
     from agent_eval.workflows.one_run import default_labbook
 
     previous = None
@@ -124,8 +124,8 @@ def duel(**flags: Any) -> int:
     out = Path(flags["out"])
     if flags["out"].endswith("/") or out.is_dir():  # a folder: the duel goes inside it
         out = out / "duel.json"
-    config = DuelConfig(
-        sides={side: run_settings(_side_flags(side, spec, shared)) for side, spec in specs.items()},
+    config = duel_config(
+        {side: run_settings(_side_flags(side, spec, shared)) for side, spec in specs.items()},
         out=out,
         settings=_recordable(flags),
         alpha=flags["alpha"],

@@ -6,7 +6,6 @@ import os
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -303,13 +302,11 @@ def run(**flags: Any) -> int:
         source(name) not in (None, ParameterSource.DEFAULT)
         for name in ("base_url", "model", "router_model")
     )
-    config = run_settings(recorded_defaults(flags))
-    if config.resume is not None and config.out is None and config.resume.suffix == ".json":
-        config = replace(config, out=config.resume)
+    settings = run_settings(recorded_defaults(flags))
     debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
     console = RunLines(flags, debug)
     done = run_one(
-        config,
+        settings,
         console,
         lambda message: click.echo(f"Note: {message}", err=True),
         lambda message: click.echo(f"Warning: {message}", err=True),
@@ -455,22 +452,17 @@ CONSOLE_FLAGS = ("verbose", "otlp_endpoint", "otlp_headers", "otlp_content")
 """`run` flags that change what is shown or exported, not what is run."""
 
 
-def run_settings(flags: dict[str, Any]) -> RunConfig:
-    """The settings `run`'s flags describe (also each side of a duel): the flags, less
-    the console's, with the default suite, results folder and endpoint check filled in."""
-    from agent_eval.run.preflight import wanted
-    from agent_eval.run.settings import build_settings
+def run_settings(flags: dict[str, Any]) -> dict[str, Any]:
+    """The run settings `run`'s flags give (also each side of a duel), by name, for
+    build_settings: the flags less the console's and those not given, with the default
+    suite and results folder filled in."""
     from agent_eval.starter import default_tasks
 
-    settings = {key: value for key, value in flags.items() if key not in CONSOLE_FLAGS}
-    named = settings.pop("endpoint_named", False)
-    # A duel's side does not say what its command line named: only the shipped agents
-    # that call a model are checked there; a replay never contacts the endpoint.
-    no_check = settings.pop("no_preflight") or settings.get("replay")
-    settings["preflight"] = not no_check and wanted(flags["agent"], named)
+    settings = {key: value for key, value in flags.items()
+                if key not in CONSOLE_FLAGS and value is not None}  # fmt: skip
     settings["tasks"] = flags["tasks"] or default_tasks(Path.cwd())
     settings["results_dir"] = "results"
-    return build_settings({key: value for key, value in settings.items() if value is not None})
+    return settings
 
 
 REPLAYED = ("model", "router_model", "repeats", "seed", "base_url")

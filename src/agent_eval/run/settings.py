@@ -246,7 +246,12 @@ def parse_options(pairs: tuple[str, ...] | list[str], flag: str = "--option") ->
 PRICE_KEYS = {"cost_per_million": "per_million", "input_cost_per_million": "input_per_million",
               "output_cost_per_million": "output_per_million"}  # fmt: skip
 """Each price as a setting (its flag's name) and as a field of Prices."""
-SETTINGS = frozenset({f.name for f in fields(RunConfig)} - {"prices"} | set(PRICE_KEYS))
+FROM_THE_COMMAND_LINE = {"no_preflight", "endpoint_named"}
+"""What `run`'s command line says that decides the endpoint check: --no-preflight, and
+whether --base-url, --model or --router-model was given (which checks any agent)."""
+SETTINGS = frozenset(
+    {f.name for f in fields(RunConfig)} - {"prices"} | set(PRICE_KEYS) | FROM_THE_COMMAND_LINE
+)
 """The names a run's settings are given by: `run`'s flags with - as _, without the ones
 that only change what the console shows (--verbose, --otlp-*)."""
 
@@ -266,7 +271,18 @@ def build_settings(values: Mapping[str, Any], where: str = "") -> RunConfig:
             f"{where}{unknown[0]}: not a run setting; the settings are `agent-eval run`'s "
             "flags, with _ for - (e.g. max_infra_retries)"
         )
-    given = {key: value for key, value in values.items() if key not in PRICE_KEYS}
+    given = {key: value for key, value in values.items()
+             if key not in PRICE_KEYS and key not in FROM_THE_COMMAND_LINE}  # fmt: skip
+    if "no_preflight" in values:
+        from agent_eval.run.preflight import wanted
+
+        # Without a named endpoint only the shipped agents that call a model are checked
+        # (a duel's side); a replay never contacts the endpoint, so nothing is checked.
+        checks = not values["no_preflight"] and not values.get("replay")
+        given["preflight"] = checks and wanted(values["agent"], values.get("endpoint_named", False))
+    resume = given.get("resume")
+    if resume is not None and given.get("out") is None and str(resume).endswith(".json"):
+        given["out"] = resume  # a resumed run goes on writing its results file
     for key in ("only", "task_ids"):  # `only = "retrieval"`, as `--only retrieval` says it
         if isinstance(given.get(key), str):
             given[key] = [given[key]]

@@ -33,7 +33,7 @@ from agent_eval.results.duel_file import (
 )
 from agent_eval.run.observers import AttemptObserver
 from agent_eval.run.runner import execute, prepare
-from agent_eval.run.settings import RunConfig
+from agent_eval.run.settings import RunConfig, build_settings
 from agent_eval.score.planning import plan_from_pairs, repeats_needed
 from agent_eval.score.sequential import confidence_sequence, decide, projected_rounds
 
@@ -75,6 +75,11 @@ class DuelConfig:
                 f"--max-total-cost {self.max_total_cost}: cost needs your price; add "
                 "--cost-per-million, or --input-cost-per-million and --output-cost-per-million"
             )
+
+
+def duel_config(sides: Mapping[str, Mapping[str, Any]], **duel: Any) -> DuelConfig:
+    """The duel with each side's run built from its settings by name (build_settings)."""
+    return DuelConfig(sides={side: build_settings(given) for side, given in sides.items()}, **duel)
 
 
 def check_specs(specs: Mapping[str, str | None]) -> None:

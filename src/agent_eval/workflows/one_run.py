@@ -6,17 +6,17 @@ What is printed is the console's (cli/); what is run is this module's."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent_eval.report.history import overlooked, read_history
 from agent_eval.run.observers import AttemptObserver
 from agent_eval.run.prepared import PreparedRun
 from agent_eval.run.runner import RunReport, execute, prepare
-from agent_eval.run.settings import RunConfig
+from agent_eval.run.settings import RunConfig, build_settings
 
 
 @dataclass(frozen=True)
@@ -47,13 +47,16 @@ class RunConsole(Protocol):
 
 
 def run_one(
-    config: RunConfig,
+    config: RunConfig | Mapping[str, Any],
     console: RunConsole,
     on_notice: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> OneRun:
     """Measure ``config``: prepare → count held-out looks → open the console → execute →
-    close it → check the test split's looks. Input errors surface before any attempt."""
+    close it → check the test split's looks. Input errors surface before any attempt.
+    ``config`` is the run's settings, or the names and values build_settings takes."""
+    if not isinstance(config, RunConfig):
+        config = build_settings(config)
     prepared = prepare(config)
     record_held_out(prepared)
     with console.opening(prepared) as observer:
