@@ -68,7 +68,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "replay agents run.attempt run.prepared run.settings run.workspace",
         "run": "errors records redaction trajectory sandbox suite score tools models results "
         "replay agents run.executors",
-        "workflows": "errors records redaction trajectory suite score results agents run",
+        "workflows": "errors records redaction trajectory suite score models results report "
+        "agents run",
         "starter": "errors records suite agents",
         # the command line, and the package's face
         "cli": "errors records processes redaction web trajectory sandbox suite score tools "

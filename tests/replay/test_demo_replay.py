@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from agent_eval.cli.demo import DemoPlan, _run_agent, run_demo
+from agent_eval.cli.demo import DemoLines
 from agent_eval.errors import ConfigError
 from agent_eval.models.mock_server import MockModelServer
+from agent_eval.workflows.demo import DemoPlan, _run_agent, run_demo
 
 INFO = {"model_file": "scripted", "quant": "none", "engine": "mock-model",
         "engine_binding": "agent-eval", "engine_version": "1"}  # fmt: skip
@@ -23,11 +23,6 @@ SCRIPT = {
         {"content": "The model gateway listens on port 4000."},
     ],
 }
-
-
-@contextmanager
-def quiet(total: int, label: str) -> Iterator[Callable[[], None]]:
-    yield lambda: None
 
 
 def verdicts(path: Path) -> list[tuple[object, ...]]:
@@ -44,10 +39,11 @@ def test_the_demos_runs_replay_with_the_model_stopped(
         tmp_path / "demo-out", repeats=2, task_ids=("r-gateway-port", "r-backup-window")
     )
     printed: list[str] = []
-    recorded = [_run_agent(agent, plan, server.base_url, INFO, printed.append, quiet)
+    recorded = [_run_agent(agent, plan, server.base_url, INFO, DemoLines())
                 for agent in plan.agents]  # fmt: skip
     server.stop()
-    assert run_demo(printed.append, quiet, replace(plan, replay=True)) == 0
+    replayed = run_demo(printed.append, DemoLines(), replace(plan, replay=True))
+    assert replayed == [plan.out_dir / "replay" / path.name for path in recorded]
     for path in recorded:
         again = plan.out_dir / "replay" / path.name
         assert verdicts(again) == verdicts(path)
@@ -60,4 +56,4 @@ def test_the_demos_runs_replay_with_the_model_stopped(
 def test_demo_replay_without_a_recorded_demo_is_a_clear_error(tmp_path: Path) -> None:
     plan = DemoPlan(tmp_path / "nothing", replay=True)
     with pytest.raises(ConfigError, match=r"results-retrieve-read\.json is missing; run"):
-        run_demo(lambda line: None, quiet, plan)
+        run_demo(lambda line: None, DemoLines(), plan)

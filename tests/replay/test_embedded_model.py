@@ -14,7 +14,7 @@ pytest.importorskip(
     "llama_cpp", reason="the local extra is not installed: pip install -e '.[local]'"
 )
 
-from agent_eval.cli.demo import model_server
+from agent_eval.workflows.demo import model_server
 
 
 def run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.errors import AgentLoadError
+from agent_eval.run.observers import EachAttempt
 from agent_eval.run.runner import execute, prepare
 from agent_eval.run.settings import RunConfig
 
@@ -151,7 +152,7 @@ def test_concurrent_results_come_out_attempt_major(
         trajectory_dir=tmp_path / "traj",
         out=tmp_path / "r.json",
     )
-    report = execute(prepare(config), lambda row: seen.append((row.id, row.attempt)))
+    report = execute(prepare(config), EachAttempt(lambda row: seen.append((row.id, row.attempt))))
     canonical = [(f"t{i}", a) for a in (1, 2, 3) for i in range(8)]  # the course's order
     assert seen == canonical
     rows = report.rows
@@ -178,7 +179,7 @@ def test_shuffle_is_seeded(
             seed=7 if run_number < 2 else 8,
             trajectory_dir=tmp_path / f"traj{run_number}",
         )
-        report = execute(prepare(config), lambda row, seen=seen: seen.append(row.id))
+        report = execute(prepare(config), EachAttempt(lambda row, seen=seen: seen.append(row.id)))
         orders.append(seen)
         assert [r.id for r in report.rows] == [f"t{i}" for i in range(6)]
     assert orders[0] == orders[1] != orders[2]

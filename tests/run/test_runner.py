@@ -10,6 +10,7 @@ import pytest
 
 from agent_eval.errors import AgentLoadError, ConfigError
 from agent_eval.results import AttemptResult
+from agent_eval.run.observers import EachAttempt
 from agent_eval.run.runner import execute, prepare
 from agent_eval.run.settings import Prices, RunConfig
 
@@ -342,7 +343,7 @@ def test_each_attempt_is_kept_before_the_caller_hears_of_it(config: RunConfig) -
         assert {"id": row.id, "attempt": row.attempt}.items() <= journaled[-1].items()
         seen.append((row.id, row.attempt))
 
-    execute(prepared, on_attempt)
+    execute(prepared, EachAttempt(on_attempt))
     assert seen == [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)]
 
 

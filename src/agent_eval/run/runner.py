@@ -58,6 +58,7 @@ from agent_eval.run.early_warnings import EarlyWarnings
 from agent_eval.run.executors.protocol import Slot, executor_class, make_executor
 from agent_eval.run.executors.sandboxed import resolve as resolve_sandbox
 from agent_eval.run.executors.sandboxed import visible_folder
+from agent_eval.run.observers import AttemptObserver
 from agent_eval.run.outputs import BackgroundWriter, InOrder
 from agent_eval.run.preflight import check_endpoint
 from agent_eval.run.prepared import PreparedRun
@@ -70,7 +71,6 @@ from agent_eval.trajectory import safe_part
 if TYPE_CHECKING:  # the proxy's web server stack is imported only when a run asks for it
     from agent_eval.replay import ModelProxy
 
-OnAttempt = Callable[[AttemptResult], None]
 MAX_RETRY_WAIT = 60.0
 
 
@@ -249,12 +249,13 @@ def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...])
 
 def execute(
     prepared: PreparedRun,
-    on_attempt: OnAttempt | None = None,
+    observer: AttemptObserver | None = None,
     on_notice: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> RunReport:
     """Run every attempt not already journaled, then write the results and labbook.
 
+    ``observer`` hears each attempt as it is kept (run/observers.py);
     ``on_notice`` hears, once, anything the user should know about how the run goes,
     such as attempts each getting a fresh worker because the agent cannot be copied;
     ``on_warning`` hears what went wrong without stopping the run, such as a damaged
@@ -264,13 +265,13 @@ def execute(
     config = prepared.config
     redact = run_redactor(config.api_key, config.options, config.secret_options)
     with _errors_told_plainly(prepared, redact):
-        return _execute(prepared, redact, on_attempt, on_notice, on_warning)
+        return _execute(prepared, redact, observer, on_notice, on_warning)
 
 
 def _execute(
     prepared: PreparedRun,
     redact: Redactor,
-    on_attempt: OnAttempt | None,
+    observer: AttemptObserver | None,
     on_notice: Callable[[str], None] | None,
     on_warning: Callable[[str], None] | None,
 ) -> RunReport:
@@ -305,7 +306,7 @@ def _execute(
 
     def keep(index: int, scored: Scored) -> None:
         """Trajectory file, then journal line, then the caller: each step can rely on
-        the one before (a journaled row's file exists; on_attempt sees a kept row)."""
+        the one before (a journaled row's file exists; the observer sees a kept row)."""
         scored.save(config.trajectory_dir)
         text = row_json(scored.row)
         kept = redact(text)
@@ -314,7 +315,7 @@ def _execute(
         in_order.put(index, scored.row if kept == text else AttemptResult.model_validate_json(kept))
         watch.finished(scored.row)
 
-    in_order = InOrder(on_attempt)
+    in_order = InOrder(observer.attempt_finished if observer is not None else None)
     writer = BackgroundWriter()
     used = prepared.sandbox_used
     if used is not None and used.applied == "none" and config.sandbox == "auto":

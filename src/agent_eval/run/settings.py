@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 DEFAULT_BASE_URL = "http://127.0.0.1:4000/v1"
 """The course gateway's address, where `agent-eval serve-model` also listens."""
@@ -23,6 +28,7 @@ SANDBOX_ENV = "AGENT_EVAL_SANDBOX"
 """Sets the default of --sandbox (auto when unset)."""
 SANDBOX_NETWORKS = ("model", "none", "host")
 """--sandbox-network: only the model endpoint (default), nothing, or the host's network."""
+SPLITS = ("dev", "test")
 EXECUTORS = ("local", "ray")
 """Where attempts run: worker processes on this machine, or a Ray cluster."""
 
@@ -119,6 +125,8 @@ class RunConfig:
     """Run attempts in a seeded random order (outputs keep the run's attempt-major order)."""
     split: str | None = None
     """Keep only the tasks of this split (dev or test)."""
+    max_test_looks: int = 3
+    """Warn once this suite version's test split has been evaluated more often than this."""
     max_cost_per_task: float | None = None
     """Cost budget of one attempt at the user's prices; past it the attempt is over_budget."""
     isolation: Isolation = "attempt"
@@ -148,6 +156,10 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.repeats < 1:
             raise ConfigError(f"--repeats {self.repeats}: give 1 or more")
+        if self.split not in (None, *SPLITS):
+            raise ConfigError(f"--split {self.split}: choose {' or '.join(SPLITS)}")
+        if self.max_test_looks < 1:
+            raise ConfigError(f"--max-test-looks {self.max_test_looks}: give 1 or more")
         if self.isolation not in ISOLATIONS:
             raise ConfigError(f"--isolation {self.isolation}: give attempt or worker")
         if self.concurrency < 1:
@@ -229,3 +241,85 @@ def parse_options(pairs: tuple[str, ...] | list[str], flag: str = "--option") ->
             raise ConfigError(f"{flag} {shown}: write it as KEY=VALUE")
         options[key.strip()] = value
     return options
+
+
+PRICE_KEYS = {"cost_per_million": "per_million", "input_cost_per_million": "input_per_million",
+              "output_cost_per_million": "output_per_million"}  # fmt: skip
+"""Each price as a setting (its flag's name) and as a field of Prices."""
+FROM_THE_COMMAND_LINE = {"no_preflight", "endpoint_named"}
+"""What `run`'s command line says that decides the endpoint check: --no-preflight, and
+whether --base-url, --model or --router-model was given (which checks any agent)."""
+SETTINGS = frozenset(
+    {f.name for f in fields(RunConfig)} - {"prices"} | set(PRICE_KEYS) | FROM_THE_COMMAND_LINE
+)
+"""The names a run's settings are given by: `run`'s flags with - as _, without the ones
+that only change what the console shows (--verbose, --otlp-*)."""
+
+
+def build_settings(values: Mapping[str, Any], where: str = "") -> RunConfig:
+    """The RunConfig that ``values`` name: the one way settings become a run, whether
+    they come from `run`'s flags, a duel side, a sweep's `[run]` table, the demo or the
+    audit. A list or a tuple, a path or its text are both taken; ``options`` and
+    ``secret_options`` as KEY=VALUE pairs or a table. A name that is not a setting, or a
+    value of the wrong kind, is a ConfigError that names it, after ``where`` (e.g.
+    ``"sweep m.toml: run."``)."""
+    from pydantic import ValidationError
+
+    unknown = sorted(set(values) - SETTINGS)
+    if unknown:
+        raise ConfigError(
+            f"{where}{unknown[0]}: not a run setting; the settings are `agent-eval run`'s "
+            "flags, with _ for - (e.g. max_infra_retries)"
+        )
+    given = {key: value for key, value in values.items()
+             if key not in PRICE_KEYS and key not in FROM_THE_COMMAND_LINE}  # fmt: skip
+    if "no_preflight" in values:
+        from agent_eval.run.preflight import wanted
+
+        # Without a named endpoint only the shipped agents that call a model are checked
+        # (a duel's side); a replay never contacts the endpoint, so nothing is checked.
+        checks = not values["no_preflight"] and not values.get("replay")
+        given["preflight"] = checks and wanted(values["agent"], values.get("endpoint_named", False))
+    resume = given.get("resume")
+    if resume is not None and given.get("out") is None and str(resume).endswith(".json"):
+        given["out"] = resume  # a resumed run goes on writing its results file
+    for key in ("only", "task_ids"):  # `only = "retrieval"`, as `--only retrieval` says it
+        if isinstance(given.get(key), str):
+            given[key] = [given[key]]
+    for key, flag in (("options", "--option"), ("secret_options", "--secret-option")):
+        if key in given:
+            given[key] = _options(given[key], flag, f"{where}{key}")
+    try:
+        prices = Prices(**{PRICE_KEYS[key]: v for key, v in values.items() if key in PRICE_KEYS})
+        return _adapter().validate_python({**given, "prices": prices})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{where}{at}: {first['msg']}") from None
+    except ConfigError as exc:
+        if not where:
+            raise
+        raise ConfigError(f"{where.rstrip('.')}: {exc}") from None
+
+
+@cache
+def _adapter() -> TypeAdapter[RunConfig]:
+    """Checks each setting's kind and turns text into paths and lists into tuples; made
+    on first use, so that commands which run nothing never pay for it."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(RunConfig)
+
+
+def _options(value: object, flag: str, where: str) -> dict[str, str]:
+    """KEY=VALUE pairs (flags) or a table (TOML) as the agent's text options."""
+    if isinstance(value, Mapping):
+        return {str(key): option_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple) and all(isinstance(pair, str) for pair in value):
+        return parse_options(value, flag)
+    raise ConfigError(f"{where}: give a table of options or KEY=VALUE pairs")
+
+
+def option_text(value: object) -> str:
+    """An option's value as the agent receives it: TOML's true as true, not True."""
+    return str(value).lower() if isinstance(value, bool) else str(value)

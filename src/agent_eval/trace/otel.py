@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from agent_eval import __version__
 from agent_eval.errors import ConfigError, ExtraMissingError, ResultsError
-from agent_eval.results import iter_rows, read_head
+from agent_eval.results import AttemptResult, iter_rows, read_head
 from agent_eval.trace.spans import AttemptPlan, plan_attempt
 from agent_eval.trajectory import read_trajectory, trajectory_path
 
@@ -238,3 +238,17 @@ def _meta_defaults(run: Mapping[str, Any], path: Path, seconds: float) -> dict[s
         "run_id": run.get("run_id"),
         "started": (written - timedelta(seconds=seconds)).isoformat(),
     }
+
+
+class ExportEachAttempt:
+    """An attempt observer (run/observers.py) that sends each finished attempt's trace
+    as the run goes; ``base`` is the folder its trajectory file names are relative to."""
+
+    def __init__(
+        self, exporter: OtlpExporter, base: Path, run: Mapping[str, Any] | None = None
+    ) -> None:
+        self._exporter, self._base, self._run = exporter, base, run
+
+    def attempt_finished(self, row: AttemptResult) -> None:
+        if row.trajectory_file:
+            self._exporter.export_trajectory(self._base / row.trajectory_file, self._run)

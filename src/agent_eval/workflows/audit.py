@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_eval.agents.baselines import BASELINES
 from agent_eval.run.runner import execute, prepare
-from agent_eval.run.settings import RunConfig
+from agent_eval.run.settings import build_settings
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,15 @@ def audit(suite: str, workspace: Path | None = None, allow_empty: bool = False) 
     passed: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="agent-eval-audit-") as scratch:
         for baseline in BASELINES:
-            config = RunConfig(
-                agent=f"builtin:{baseline.SCAFFOLD_NAME}",
-                tasks=suite,
-                workspace=workspace,
-                allow_empty_workspace=allow_empty,
-                trajectory_dir=Path(scratch) / baseline.SCAFFOLD_NAME,
-                max_infra_retries=0,
-            )
+            settings = {
+                "agent": f"builtin:{baseline.SCAFFOLD_NAME}",
+                "tasks": suite,
+                "workspace": workspace,
+                "allow_empty_workspace": allow_empty,
+                "trajectory_dir": Path(scratch) / baseline.SCAFFOLD_NAME,
+                "max_infra_retries": 0,
+            }
+            config = build_settings(settings, "audit: ")
             prepared = prepare(config)
             rows = execute(prepared).rows
             passed[baseline.SCAFFOLD_NAME] = [row.id for row in rows if row.passed]

@@ -9,7 +9,7 @@ the round's paired outcomes, and the duel file records them before the next roun
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,6 @@ from typing import Any
 from agent_eval.errors import AgentLoadError, ConfigError
 from agent_eval.redaction import run_redactor
 from agent_eval.results import (
-    AttemptResult,
     RunHead,
     append_labbook,
     iter_rows,
@@ -32,13 +31,14 @@ from agent_eval.results.duel_file import (
     side_results,
     write_duel,
 )
+from agent_eval.run.observers import AttemptObserver
 from agent_eval.run.runner import execute, prepare
-from agent_eval.run.settings import RunConfig
+from agent_eval.run.settings import RunConfig, build_settings
 from agent_eval.score.planning import plan_from_pairs, repeats_needed
 from agent_eval.score.sequential import confidence_sequence, decide, projected_rounds
 
-OnAttempt = Callable[[str, AttemptResult], None]
-"""Called with the side ("a" or "b") and each attempt as it is kept."""
+SideObservers = Mapping[str, AttemptObserver]
+"""What hears each side's attempts as they are kept, by side ("a" or "b")."""
 OnRound = Callable[[DuelRecord], None]
 """Called with the duel's record after each round."""
 
@@ -75,6 +75,50 @@ class DuelConfig:
                 f"--max-total-cost {self.max_total_cost}: cost needs your price; add "
                 "--cost-per-million, or --input-cost-per-million and --output-cost-per-million"
             )
+
+
+def duel_config(sides: Mapping[str, Mapping[str, Any]], **duel: Any) -> DuelConfig:
+    """The duel with each side's run built from its settings by name (build_settings)."""
+    return DuelConfig(sides={side: build_settings(given) for side, given in sides.items()}, **duel)
+
+
+def check_specs(specs: Mapping[str, str | None]) -> None:
+    """Both sides are given, and neither is a resumed duel's string whose secret the
+    duel file left out."""
+    for side, spec in specs.items():
+        if not spec:
+            raise ConfigError(
+                f"--{side}: give side {side.upper()}, e.g. --{side} 'builtin:minimal'"
+            )
+        if "[redacted]" in spec:
+            raise ConfigError(
+                f"--resume: side {side.upper()}'s flags held a secret the duel "
+                f"file does not keep; give --{side} again"
+            )
+
+
+def check_resumable(previous: DuelRecord, alpha: float, margin: float | None) -> None:
+    """A resumed duel keeps the alpha and margin it began with: its guarantee needs them."""
+    for name, now, began in (("alpha", alpha, previous.alpha), ("margin", margin, previous.margin)):
+        if now != began:
+            raise ConfigError(
+                f"--{name} {now}: this duel began with {began}; "
+                f"changing it midway would void the guarantee"
+            )
+
+
+def begin(config: DuelConfig, previous: DuelRecord | None) -> tuple[DuelConfig, DuelRecord]:
+    """Check both sides before anything runs (check_sides); the config and the record
+    to play on: a new one, or the resumed duel's when it ran the same tasks."""
+    config, tasks = check_sides(config, resuming=previous is not None)
+    if previous is None:
+        return config, start_record(config, tasks)
+    if previous.tasks != tasks:
+        raise ConfigError(
+            f"--resume {config.out}: the duel ran tasks {', '.join(previous.tasks)}; "
+            f"select the same tasks"
+        )
+    return config, previous
 
 
 def start_record(config: DuelConfig, tasks: list[str]) -> DuelRecord:
@@ -124,7 +168,7 @@ def check_sides(config: DuelConfig, resuming: bool) -> tuple[DuelConfig, list[st
 
 
 def play(
-    config: DuelConfig, record: DuelRecord, on_attempt: OnAttempt, on_round: OnRound
+    config: DuelConfig, record: DuelRecord, observers: SideObservers, on_round: OnRound
 ) -> DuelRecord:
     """Play rounds until the duel is settled, its budget is spent or it is interrupted;
     the duel file is written after every round."""
@@ -144,7 +188,7 @@ def play(
         number = record.rounds + 1
         passed = dict(record.passed)
         for side in SIDES:
-            head = _play_side(config, side, number, on_attempt)
+            head = _play_side(config, side, number, observers[side])
             if head is None:  # Ctrl-C: what finished is in the side's journal
                 record = record.model_copy(update={"stopped": "interrupted"})
                 write_duel(config.out, record)
@@ -161,7 +205,9 @@ def play(
     return record
 
 
-def _play_side(config: DuelConfig, side: str, number: int, on_attempt: OnAttempt) -> RunHead | None:
+def _play_side(
+    config: DuelConfig, side: str, number: int, observer: AttemptObserver
+) -> RunHead | None:
     """Round ``number`` of one side: its run extended to that many repeats. The run's
     head, or None when it was interrupted."""
     results = side_results(config.out, side)
@@ -176,7 +222,7 @@ def _play_side(config: DuelConfig, side: str, number: int, on_attempt: OnAttempt
     run_config = replace(
         config.sides[side], repeats=number, out=results, resume=resume, labbook=None
     )
-    report = execute(prepare(run_config), lambda row: on_attempt(side, row))
+    report = execute(prepare(run_config), observer)
     return None if report.interrupted else report.head.run
 
 

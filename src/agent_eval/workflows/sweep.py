@@ -20,61 +20,37 @@ from __future__ import annotations
 
 import itertools
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
-from agent_eval.run.settings import DEFAULT_BASE_URL, Prices, RunConfig
+from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig, build_settings, option_text
 from agent_eval.trajectory import safe_part
+from agent_eval.workflows.one_run import RunConsole, run_one
 
 OptionValue = str | int | float | bool
+SWEEP_SETS = {
+    "agent": "[matrix] agents",
+    "model": "[matrix] models",
+    "out": "out_dir",
+    "results_dir": "out_dir",
+    "trajectory_dir": "out_dir",
+    "resume": "starting the sweep again resumes it",
+    "overwrite": "a sweep run again runs its finished configurations again",
+    "replay": "replay each results file with `agent-eval run --replay`",
+}
+"""`[run]` keys the sweep sets for each configuration, and what does instead."""
+NOT_IN_A_FILE = {"api_key": "set OPENAI_API_KEY", "secret_options": "give them to `run`"}
+"""`[run]` keys that would put a secret in the sweep file."""
 
 
 class _Forbid(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SweepRun(_Forbid):
-    """The `[run]` table: every setting the configurations share, as `run`'s flags."""
-
-    tasks: str = "part26"
-    out_dir: str = "sweep"
-    repeats: int = Field(default=1, ge=1)
-    concurrency: int = Field(default=1, ge=1)
-    base_url: str | None = None
-    router_model: str | None = None
-    workspace: str | None = None
-    index: str | None = None
-    only: list[str] = Field(default_factory=list)
-    task_ids: list[str] = Field(default_factory=list)
-    options: dict[str, OptionValue] = Field(default_factory=dict)
-    cost_per_million: float | None = None
-    input_cost_per_million: float | None = None
-    output_cost_per_million: float | None = None
-    max_cost_per_task: float | None = None
-    timeout_per_task: float | None = None
-    max_infra_retries: int = Field(default=2, ge=0)
-    max_memory_mb: int | None = None
-    seed: int | None = None
-    shuffle: bool = False
-    split: Literal["dev", "test"] | None = None
-    quant: str | None = None
-    engine: str | None = None
-    engine_version: str | None = None
-    notes: str | None = None
-    lab: str | None = None
-    labbook: str | None = None
-    max_test_looks: int = Field(default=3, ge=1)
-
-    @field_validator("only", "task_ids", mode="before")
-    @classmethod
-    def _one_or_more(cls, value: object) -> object:
-        """``only = "retrieval"`` as the course's ``--only retrieval`` says it, or a list."""
-        return [value] if isinstance(value, str) else value
 
 
 class Matrix(_Forbid):
@@ -86,7 +62,9 @@ class Matrix(_Forbid):
 
 
 class SweepFile(_Forbid):
-    run: SweepRun = SweepRun()
+    run: dict[str, Any] = Field(default_factory=dict)
+    """The settings every configuration shares, as `run`'s flags (checked by
+    build_settings), and ``out_dir``, the folder of the sweep's files."""
     matrix: Matrix
 
 
@@ -97,8 +75,6 @@ class Configuration:
     name: str
     """The results file's stem: agent, model and options, sanitised."""
     config: RunConfig
-    max_test_looks: int = 3
-    """Warn past this many looks at the suite version's test split."""
 
     @property
     def state(self) -> str:
@@ -108,10 +84,6 @@ class Configuration:
         if journal_path_for(out).exists():
             return "resume"
         return "done" if out.exists() else "new"
-
-
-def _text(value: OptionValue) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _agent_part(agent: str) -> str:
@@ -137,55 +109,63 @@ def load_sweep(path: Path, api_key: str | None, base_url: str | None) -> list[Co
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"sweep {path}: {where}: {first['msg']}") from None
-    shared, matrix = sweep.run, sweep.matrix
-    out_dir = Path(shared.out_dir)
-    template = RunConfig(
-        overwrite=True,  # a sweep run again runs its finished cells again
-        agent=matrix.agents[0],
-        tasks=shared.tasks,
-        only=tuple(shared.only),
-        task_ids=tuple(shared.task_ids),
-        repeats=shared.repeats,
-        base_url=shared.base_url or base_url or DEFAULT_BASE_URL,
-        router_model=shared.router_model,
-        api_key=api_key,
-        workspace=Path(shared.workspace) if shared.workspace else None,
-        index=Path(shared.index) if shared.index else None,
-        prices=Prices(
-            shared.cost_per_million, shared.input_cost_per_million, shared.output_cost_per_million
-        ),
-        quant=shared.quant,
-        engine=shared.engine,
-        engine_version=shared.engine_version,
-        notes=shared.notes,
-        lab=shared.lab,
-        labbook=Path(shared.labbook) if shared.labbook else None,
-        timeout_per_task=shared.timeout_per_task,
-        concurrency=shared.concurrency,
-        max_infra_retries=shared.max_infra_retries,
-        max_memory_mb=shared.max_memory_mb,
-        seed=shared.seed,
-        shuffle=shared.shuffle,
-        split=shared.split,
-        max_cost_per_task=shared.max_cost_per_task,
-    )
+    shared, matrix = dict(sweep.run), sweep.matrix
+    out_dir = shared.pop("out_dir", "sweep")
+    if not isinstance(out_dir, str):
+        raise ConfigError(f"sweep {path}: run.out_dir: give a folder name")
+    for key in sorted(shared.keys() & (SWEEP_SETS.keys() | NOT_IN_A_FILE.keys())):
+        fix = NOT_IN_A_FILE.get(key) or f"the sweep sets it ({SWEEP_SETS[key]})"
+        raise ConfigError(f"sweep {path}: run.{key}: not a key of a sweep's [run]: {fix}")
+    shared.setdefault("tasks", "part26")
+    shared["base_url"] = shared.get("base_url") or base_url or DEFAULT_BASE_URL
+    options = shared.pop("options", {})
+    where = f"sweep {path}: run."
+    template = build_settings(
+        {**shared, "agent": matrix.agents[0], "api_key": api_key, "options": options,
+         "overwrite": True},  # a sweep run again runs its finished cells again
+        where,
+    )  # fmt: skip
+    out_dir = Path(out_dir)
     keys = list(matrix.options)
     found: list[Configuration] = []
     seen: set[str] = set()
     cells = itertools.product(matrix.agents, matrix.models,
                               itertools.product(*(matrix.options[k] for k in keys)))  # fmt: skip
     for agent, model, values in cells:
-        chosen = {key: _text(value) for key, value in zip(keys, values, strict=True)}
+        chosen = {key: option_text(value) for key, value in zip(keys, values, strict=True)}
         parts = [_agent_part(agent), model, *(f"{k}={v}" for k, v in chosen.items())]
         name = "-".join(safe_part(part) for part in parts)
         if name in seen:
             name = f"{name}-{len(found) + 1}"
         seen.add(name)
-        options = {**{k: _text(v) for k, v in shared.options.items()}, **chosen}
+        options = {**template.options, **chosen}
         out = out_dir / f"{name}.json"
         config = replace(template, agent=agent, model=model, options=options, out=out,
                          trajectory_dir=out_dir / "trajectories" / name)  # fmt: skip
         if journal_path_for(out).exists():
             config = replace(config, resume=out)
-        found.append(Configuration(name, config, shared.max_test_looks))
+        found.append(Configuration(name, config))
     return found
+
+
+def run_sweep(
+    configurations: list[Configuration],
+    console: RunConsole,
+    say: Callable[[str], None],
+) -> Configuration | None:
+    """Measure each configuration not finished earlier, in order, resuming one that a
+    journal shows was interrupted. The configuration that was interrupted, or None."""
+    total = len(configurations)
+    for number, cell in enumerate(configurations, start=1):
+        state = cell.state
+        say(f"[{number}/{total}] {cell.name}" + (" (resumed)" if state == "resume" else ""))
+        if state == "done":
+            say(f"  finished earlier: {cell.config.out} kept, not re-run")
+            continue
+        try:
+            done = run_one(cell.config, console)
+        except KeyboardInterrupt:  # a Ctrl-C before the run took charge of it
+            return cell
+        if done.report.interrupted:
+            return cell
+    return None
