@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import shutil
 import subprocess
@@ -45,31 +46,32 @@ ALLOWED: dict[str, frozenset[str]] = {
         # the leaves
         "errors": "",
         "processes": "",
+        "lazy": "",
         "records": "errors",
         "redaction": "errors",
         "web": "errors",
         "trajectory": "errors records",
-        "sandbox": "errors processes",
+        "sandbox": "errors processes lazy",
         # what an attempt is made of
         "suite": "errors records",
-        "score": "errors records processes sandbox",
-        "tools": "errors records processes",
-        "models": "errors records web",
+        "score": "errors records processes sandbox lazy",
+        "tools": "errors records processes lazy",
+        "models": "errors records web lazy",
         # the owners of the files a run leaves, and what reads them
-        "results": "errors records score trajectory",
-        "trace": "errors records results trajectory",
-        "interop": "errors records results trajectory",
-        "replay": "errors records redaction results suite trajectory web",
-        "report": "errors records interop results score trajectory",
+        "results": "errors records score trajectory lazy",
+        "trace": "errors records results trajectory lazy",
+        "interop": "errors records results trajectory lazy",
+        "replay": "errors records redaction results suite trajectory web lazy",
+        "report": "errors records interop results score trajectory lazy",
         "viewer": "errors records interop report results score suite trajectory web",
         # the agents, one run, several runs
-        "agents": "errors records processes redaction models score tools trace trajectory",
+        "agents": "errors records processes redaction models score tools trace trajectory lazy",
         "run.executors": "errors records processes redaction web sandbox tools models results "
         "replay agents run.attempt run.prepared run.settings run.workspace",
         "run": "errors records redaction trajectory sandbox suite score tools models results "
-        "replay agents run.executors",
+        "replay agents run.executors lazy",
         "workflows": "errors records redaction trajectory suite score models results report "
-        "agents run",
+        "agents run lazy",
         "starter": "errors records suite agents",
         # the command line, and the package's face
         "cli": "errors records processes redaction web trajectory sandbox suite score tools "
@@ -122,20 +124,30 @@ def modules(root: Path) -> dict[str, Path]:
     return found
 
 
+def package_of(name: str, path: Path) -> str:
+    """The package a module's relative imports start from."""
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def resolve(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` statement names, relative ones made absolute."""
+    if not node.level:
+        return node.module or ""
+    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*anchor, *([node.module] if node.module else [])])
+
+
 def imports(name: str, path: Path, known: Collection[str]) -> Iterator[Edge]:
     """Every import in a module's source, at any depth: in functions, under ``if
     TYPE_CHECKING:``, relative ones, and dotted module names in strings (as
     importlib.import_module is given them)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = package_of(name, path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            base = resolve(node, package)
             targets = []
             for alias in node.names:
                 if f"{base}.{alias.name}" in known:
@@ -166,6 +178,56 @@ def refused(root: Path) -> list[str]:
             allowed = ALLOWED.get(source, frozenset())
             if target not in allowed and edge.target.removeprefix("agent_eval.") not in allowed:
                 bad.append(str(edge))
+    return bad
+
+
+PUBLIC_MODULES = frozenset({"agent_eval.agents.multi_agent"})
+"""Modules another package may import by path: a builtin agent's module, which the
+starter's entry-point file re-exports as a user's agent file would."""
+
+
+def public_names(path: Path) -> frozenset[str]:
+    """A face's ``__all__``, read from its source."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return frozenset(ast.literal_eval(node.value))
+    return frozenset()
+
+
+def bypassed(root: Path) -> list[str]:
+    """Imports from another top-level package that go around its face (``agent_eval.PKG``,
+    or ``agent_eval.run.executors``) to one of its modules, or take a name the face's
+    ``__all__`` does not list. A top-level module (errors, records, ...) is its own face."""
+    found = modules(root)
+    bad = []
+    for name, path in found.items():
+        package = package_of(name, path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                named = [(alias.name, None) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                named = [(resolve(node, package), alias.name) for alias in node.names]
+            else:
+                continue
+            for module, attribute in named:
+                gate = f"agent_eval.{unit(module)}"
+                if (
+                    module not in found
+                    or module.split(".")[1:2] == name.split(".")[1:2]
+                    or gate not in found
+                    or found[gate].name != "__init__.py"
+                    or module in PUBLIC_MODULES
+                ):
+                    continue
+                if module != gate:
+                    bad.append(f"{name}:{node.lineno} imports {module}; take it from {gate}")
+                elif attribute is not None and attribute not in public_names(found[gate]):
+                    bad.append(
+                        f"{name}:{node.lineno} takes {attribute} from {gate}, whose __all__ "
+                        "does not list it"
+                    )
     return bad
 
 
@@ -216,6 +278,56 @@ def test_a_planted_upward_import_is_refused_by_name(
     assert len(found) == 1 and found[0].endswith(named), found
     module = "agent_eval." + where.removesuffix(".py").replace("/", ".")
     assert found[0].startswith(f"{module}:")
+
+
+def test_other_packages_import_only_a_package_s_face() -> None:
+    assert bypassed(SRC) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("from agent_eval.score.copied import words\n", "imports agent_eval.score.copied; take "
+         "it from agent_eval.score"),
+        ("def later():\n    import agent_eval.results.summary\n", "imports "
+         "agent_eval.results.summary; take it from agent_eval.results"),
+        ("from agent_eval.score import _pstdev_of_nothing\n", "takes _pstdev_of_nothing from "
+         "agent_eval.score, whose __all__ does not list it"),
+    ],
+)  # fmt: skip
+def test_an_import_around_a_face_is_refused(tmp_path: Path, source: str, said: str) -> None:
+    tree = tmp_path / "agent_eval"
+    shutil.copytree(SRC, tree, ignore=shutil.ignore_patterns("__pycache__", "suites"))
+    (tree / "report" / "planted.py").write_text(source, encoding="utf-8")
+    found = bypassed(tree)
+    assert len(found) == 1 and found[0].startswith("agent_eval.report.planted:"), found
+    assert found[0].endswith(said)
+
+
+def test_every_name_a_face_lists_is_there() -> None:
+    """And stays there: a name that is also one of the package's modules, loaded lazily,
+    would be replaced by the module once that is imported."""
+    found = modules(SRC)
+    for name, path in found.items():
+        if path.name == "__init__.py" and name != "agent_eval":
+            face = importlib.import_module(name)
+            for public in public_names(path):
+                value = getattr(face, public)
+                assert value is not None, f"{name}.{public}"
+                if f"{name}.{public}" in found:
+                    importlib.import_module(f"{name}.{public}")
+                    assert getattr(face, public) is value, f"{name}.{public} is hidden"
+
+
+def test_faces_import_their_modules_only_when_a_name_is_used() -> None:
+    """The faces the agents' process and the CLI's start pass through load nothing."""
+    lazy = ["agents", "models", "run", "run.executors", "sandbox", "trace", "workflows"]
+    code = (
+        f"import sys\nfor name in {lazy!r}: __import__('agent_eval.' + name)\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('agent_eval.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == sorted(["agent_eval.lazy", *(f"agent_eval.{n}" for n in lazy)])
 
 
 def test_a_downward_import_and_the_version_are_allowed(tmp_path: Path) -> None:
@@ -284,7 +396,8 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [
         "agent_eval.agents", "agent_eval.agents.entry", "agent_eval.agents.outage",
-        "agent_eval.errors", "agent_eval.processes", "agent_eval.run", "agent_eval.run.executors",
+        "agent_eval.errors", "agent_eval.lazy", "agent_eval.processes", "agent_eval.run",
+        "agent_eval.run.executors",
         "agent_eval.run.executors.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
     ]  # fmt: skip
 
@@ -297,3 +410,10 @@ def test_the_core_never_imports_an_extra() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_name_a_face_lacks_is_an_attribute_error_naming_it() -> None:
+    import agent_eval.run
+
+    with pytest.raises(AttributeError, match=r"module 'agent_eval\.run' has no attribute 'nope'"):
+        agent_eval.run.nope  # noqa: B018

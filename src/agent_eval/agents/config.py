@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.models.client import ChatClient
+from agent_eval.models import ChatClient
 from agent_eval.tools import READ_TOOLS, WRITE_TOOLS
 
 DEFAULT_MAX_STEPS = 24
@@ -249,7 +249,7 @@ class ClientPool:
 def warm_search(options: dict[str, Any]) -> None:
     """Index the documents once, in build(): each attempt runs in a copy of the state
     build() left, so it finds the index there instead of building its own."""
-    from agent_eval.tools.search_documents import load_index, workspace_index
+    from agent_eval.tools import load_index, workspace_index
 
     try:
         if options.get("index"):

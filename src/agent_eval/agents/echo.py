@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from agent_eval.score.copied import RUN_WORDS, covered_words, word_runs, words
+from agent_eval.score import RUN_WORDS, covered_words, word_runs, words
 
 LONG_COPY = 16
 """Copied words that make a reply an echo however long the rest of it is."""

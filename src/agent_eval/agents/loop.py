@@ -13,13 +13,13 @@ from typing import Any
 
 from agent_eval.agents import prompts
 from agent_eval.agents.session import Session, Stop
-from agent_eval.models.actions import (
+from agent_eval.models import (
+    ChatReply,
     action_schema,
     is_whole_object,
     json_schema_format,
     parse_action,
 )
-from agent_eval.models.client import ChatReply
 from agent_eval.tools import tool_specs
 
 REPEAT_LIMIT = 3

@@ -17,8 +17,7 @@ from agent_eval.agents import prompts
 from agent_eval.agents.config import ClientPool, warm_search
 from agent_eval.agents.loop import LoopResult, tool_loop
 from agent_eval.agents.session import Session
-from agent_eval.models.actions import find_json_object, is_whole_object, json_schema_format
-from agent_eval.models.client import ChatReply
+from agent_eval.models import ChatReply, find_json_object, is_whole_object, json_schema_format
 from agent_eval.tools import tool_specs
 from agent_eval.trajectory import RouteRecord
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_eval.models.actions import FINISH
+from agent_eval.models import FINISH
 
 NOT_STATED = "This is not stated in the documents."
 """The honest answer when the documents do not contain one. Refusal checks look for

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.tools.search_documents import split_passages
+from agent_eval.tools import split_passages
 
 INSTRUCTIONS = (
     "Answer each question from the passages above it, in one full sentence. Use the exact "

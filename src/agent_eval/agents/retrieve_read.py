@@ -24,7 +24,7 @@ from agent_eval.agents import reading_prompts
 from agent_eval.agents.config import AgentConfig, ClientPool
 from agent_eval.agents.session import Session
 from agent_eval.errors import ConfigError
-from agent_eval.models.client import ChatClient
+from agent_eval.models import ChatClient
 
 SCAFFOLD_NAME = "retrieve-read"
 """The agent's name in reports and trajectory file names."""

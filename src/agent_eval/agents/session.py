@@ -16,10 +16,10 @@ from agent_eval.agents.citing import Sources
 from agent_eval.agents.config import AgentConfig
 from agent_eval.agents.echo import echoed_words
 from agent_eval.errors import ConfigError, ModelEndpointError
-from agent_eval.models.client import ChatClient, ChatReply
-from agent_eval.score.cost import attempt_cost
+from agent_eval.models import ChatClient, ChatReply
+from agent_eval.score import attempt_cost
 from agent_eval.tools import Observation, ToolContext, run_tool
-from agent_eval.trace.messages import from_openai
+from agent_eval.trace import from_openai
 from agent_eval.trajectory import ModelRecord, Record, StopRecord, ToolRecord
 
 RECORD_CHARS = 2000

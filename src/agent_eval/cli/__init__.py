@@ -73,3 +73,5 @@ def cli(debug: bool) -> None:
 for command in (init, validate, run, duel, sweep, rescore, audit, index, demo, report, compare,
                 history, export, export_otel, serve_model, mock_model, view, replay):  # fmt: skip
     cli.add_command(command)
+
+__all__ = ["main"]

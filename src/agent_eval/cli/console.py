@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.results import AttemptResult, describe_failure
-from agent_eval.score.copied import AT_LENGTH, MOSTLY
+from agent_eval.score import AT_LENGTH, MOSTLY
 
 
 def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:

@@ -67,7 +67,7 @@ def demo(
     trajectories and a labbook, stops the model server, and ends with a short lesson:
     each scaffold's figures, which differences are real, and the unstable tasks.
     """
-    from agent_eval.workflows.demo import DemoPlan, run_demo
+    from agent_eval.workflows import DemoPlan, run_demo
 
     plan = DemoPlan(
         Path(out_dir),
@@ -93,7 +93,7 @@ class DemoLines:
     def opening(self, prepared: Any) -> Iterator[Any]:
         from agent_eval.cli.console import attempt_line, header, id_width
         from agent_eval.cli.runs import bar_observer
-        from agent_eval.run.observers import EachAttempt, Observers
+        from agent_eval.run import EachAttempt, Observers
 
         config = prepared.config
         click.echo("")

@@ -108,9 +108,15 @@ _FLAG = {param.name: param.opts[0] for param in run.params if param.name}
 @click.option("--resume", help="Continue the duel in this file; its flags hold unless given again.")
 @text_or_json
 def duel(**flags: Any) -> int:
-    from agent_eval.results.duel_file import SIDES, read_duel
-    from agent_eval.workflows.duel import begin, check_resumable, check_specs, duel_config, play
-    from agent_eval.workflows.one_run import default_labbook
+    from agent_eval.results import SIDES, read_duel
+    from agent_eval.workflows import (
+        begin,
+        check_resumable,
+        check_specs,
+        default_labbook,
+        duel_config,
+        play,
+    )
 
     previous = None
     if flags["resume"]:
@@ -146,7 +152,7 @@ def duel(**flags: Any) -> int:
         report(f"  {side.upper()}: {_public_spec(specs[side])}")
     exporter = otlp_exporter(flags)
     with progress_bar(2 * len(tasks) * config.max_repeats, "attempts") as bar:
-        from agent_eval.run.observers import EachAttempt, Observers
+        from agent_eval.run import EachAttempt, Observers
 
         def side_observer(side: str) -> Any:
             def line(row: Any) -> None:

@@ -71,7 +71,7 @@ def serve_model(
     """
     import os
 
-    from agent_eval.models.local_server import LocalModelServer
+    from agent_eval.models import LocalModelServer
 
     xdg = os.environ.get("XDG_CACHE_HOME")
     server = LocalModelServer(
@@ -153,7 +153,7 @@ def mock_model(
     The server answers /v1/models and /v1/chat/completions from the script's rules and
     ordered replies, in native tool-call or JSON-action mode (see examples/mock-replies.json).
     """
-    from agent_eval.models.mock_server import serve
+    from agent_eval.models import serve
 
     kinds = tuple(k.strip() for k in faults.split(",") if k.strip())
     # A busy port or a non-loopback --host without --allow-remote: ConfigError.

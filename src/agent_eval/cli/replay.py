@@ -32,7 +32,7 @@ def replay(
     Exit code 0 when the attempt passed, 2 when it failed.
     """
     from agent_eval.cli.console import attempt_detail, attempt_line
-    from agent_eval.run.foreground import replay_attempt
+    from agent_eval.run import replay_attempt
 
     def show(session: Any, call: dict[str, Any]) -> None:
         response, error = call.get("response"), call.get("error")

@@ -71,8 +71,7 @@ def report(
     if len(runs) == 1 and baseline is None:
         text = render_report(runs[0], fmt, cluster)
     else:
-        from agent_eval.report.across_runs import multi_report
-        from agent_eval.report.across_runs_text import check_multi_format, render_multi
+        from agent_eval.report import check_multi_format, multi_report, render_multi
 
         check_multi_format(fmt)
         doc = multi_report(
@@ -187,8 +186,7 @@ def history(runs: tuple[str, ...], labbook: str | None, fmt: str, max_test_looks
     Instead of --labbook, give RUNS: results files, Inspect AI logs, ATIF folders or
     Harbor jobs, or folders holding them."""
     from agent_eval.errors import ConfigError
-    from agent_eval.report import read_history, render_history
-    from agent_eval.report.history import history_of_runs
+    from agent_eval.report import history_of_runs, read_history, render_history
 
     if (labbook is None) == (not runs):
         raise ConfigError(
@@ -231,13 +229,13 @@ def export_otel(
     phoenix_annotations: str | None,
 ) -> int:
     """Send every attempt of a saved run to an OTLP trace store, at its recorded times."""
-    from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
+    from agent_eval.trace import OtlpExporter, parse_env_headers, parse_header_items
 
     sent_headers = {
         **parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
         **parse_header_items(headers),
     }
-    from agent_eval.trace.phoenix import annotations_url, post_annotations
+    from agent_eval.trace import annotations_url, post_annotations
 
     target = annotations_url(phoenix_annotations) if phoenix_annotations else None
     with OtlpExporter(otlp_endpoint, sent_headers, content=otlp_content) as exporter:
@@ -296,13 +294,13 @@ def _export(run: RunResults, fmt: str, target: Path) -> str:
     from agent_eval.errors import ConfigError
 
     if fmt == "inspect":
-        from agent_eval.interop.inspect_log import write_inspect_log
+        from agent_eval.interop import write_inspect_log
 
         if target.suffix not in (".eval", ".json"):
             raise ConfigError(f"export --out {target}: an Inspect AI log ends in .eval or .json")
         count = write_inspect_log(run, target)
         return f"{count} attempts written to {target} (Inspect AI log)"
-    from agent_eval.interop.atif import write_atif
+    from agent_eval.interop import write_atif
 
     if target.exists() and not target.is_dir():
         raise ConfigError(f"export --out {target}: not a folder; ATIF is one file per attempt")

@@ -25,7 +25,7 @@ from agent_eval.cli.view import view_command
 from agent_eval.errors import SuiteError
 
 if TYPE_CHECKING:
-    from agent_eval.run.settings import RunConfig
+    from agent_eval.run import RunConfig
 
 
 @click.command()
@@ -36,7 +36,7 @@ def validate(suite: str, workspace: str | None, allow_empty_workspace: bool) -> 
     """Check SUITE (a path or a shipped name such as part26) and list every problem,
     including a run that would start from no documents.
     """
-    from agent_eval.run.workspace import check_workspace
+    from agent_eval.run import check_workspace
     from agent_eval.suite import load_suite
 
     try:
@@ -295,7 +295,7 @@ an input error, 130 when interrupted (Ctrl-C; the finished attempts are written)
     "number (repeats stay independent).",
 )
 def run(**flags: Any) -> int:
-    from agent_eval.workflows.one_run import run_one
+    from agent_eval.workflows import run_one
 
     source = click.get_current_context().get_parameter_source
     flags["endpoint_named"] = any(
@@ -339,9 +339,9 @@ class RunLines:
 
     @contextmanager
     def opening(self, prepared: Any) -> Iterator[Any]:
-        from agent_eval.agents.config import tool_mode_note
+        from agent_eval.agents import tool_mode_note
         from agent_eval.cli.console import header, id_width
-        from agent_eval.run.observers import EachAttempt, Observers
+        from agent_eval.run import EachAttempt, Observers
 
         config = prepared.config
         exporter = otlp_exporter(self.flags)  # before any attempt: a missing extra fails fast
@@ -370,7 +370,7 @@ class RunLines:
 
     def _line(self, row: Any, width: int) -> None:
         from agent_eval.cli.console import attempt_detail, attempt_line, crash_lines
-        from agent_eval.score.copied import is_copied_pass
+        from agent_eval.score import is_copied_pass
 
         click.echo(attempt_line(row, width))
         if is_copied_pass(row.passed, row.answer, row.copied_share):
@@ -410,7 +410,7 @@ def export_observer(exporter: Any, out: Path | None, info: dict[str, Any]) -> An
     are relative to the results file's folder (the working folder without --out)."""
     if exporter is None:
         return None
-    from agent_eval.trace.otel import ExportEachAttempt
+    from agent_eval.trace import ExportEachAttempt
 
     return ExportEachAttempt(exporter, out.resolve().parent if out else Path.cwd(), info)
 
@@ -419,7 +419,7 @@ def bar_observer(bar: Any) -> Any:
     """The progress bar, one step an attempt, or None when stderr is no terminal."""
     if bar is None:
         return None
-    from agent_eval.run.observers import EachAttempt
+    from agent_eval.run import EachAttempt
 
     return EachAttempt(lambda _row: bar[0].advance(bar[1]))
 
@@ -496,7 +496,7 @@ def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
     recorded_options = [f"{k}={v}" for k, v in (head.options or {}).items() if v != "[redacted]"]
     flags["options"] = (*recorded_options, *flags["options"])  # the user's win
     if "tasks" not in given:
-        from agent_eval.replay.source import recorded_suite
+        from agent_eval.replay import recorded_suite
 
         flags["tasks"] = recorded_suite(path, head.suite_hash)
     if not flags["task_ids"] and not flags["only"]:
@@ -508,7 +508,7 @@ def otlp_exporter(flags: dict[str, Any]) -> Any:
     """The trace exporter `run --otlp-endpoint` asks for, or None."""
     if not flags["otlp_endpoint"]:
         return None
-    from agent_eval.trace.otel import OtlpExporter, parse_env_headers, parse_header_items
+    from agent_eval.trace import OtlpExporter, parse_env_headers, parse_header_items
 
     headers = {
         **parse_env_headers(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")),
@@ -528,7 +528,7 @@ def otlp_exporter(flags: dict[str, Any]) -> Any:
 @click.option("--out", help="Write the rescored results here (default: only print).")
 def rescore(results: str, tasks: str, out: str | None) -> int:
     """Score the saved attempts in RESULTS again against SUITE, without running anything."""
-    from agent_eval.workflows.rescore import rescore as rescore_results
+    from agent_eval.workflows import rescore_results
 
     outcome = rescore_results(Path(results), tasks, optional_path(out))
     for warning in outcome.warnings:
@@ -553,7 +553,7 @@ def audit(suite: str, fmt: str, workspace: str | None, allow_empty_workspace: bo
     import json
 
     from agent_eval.suite import load_suite
-    from agent_eval.workflows.audit import audit as run_audit
+    from agent_eval.workflows import run_audit
 
     loaded = load_suite(suite)
     note_commands(loaded, command_checks(loaded.suite.tasks))
@@ -573,7 +573,7 @@ def index(folder: str, out: str) -> int:
     """Build a BM25 search index of the documents in FOLDER once; give it to runs with
     --index so every attempt searches it instead of indexing its workspace.
     """
-    from agent_eval.tools.search_documents import build_index
+    from agent_eval.tools import build_index
 
     count = build_index(Path(folder), Path(out))
     click.echo(f"indexed {count} passage(s) from {folder} into {out}")

@@ -33,10 +33,8 @@ def sweep(matrix: str, fmt: str, out: str | None) -> int:
 
     Exit code 0 when every configuration finished, 130 when interrupted, 1 on an error.
     """
-    from agent_eval.report import load_results
-    from agent_eval.report.across_runs import multi_report
-    from agent_eval.report.across_runs_text import render_multi
-    from agent_eval.workflows.sweep import load_sweep, run_sweep
+    from agent_eval.report import load_results, multi_report, render_multi
+    from agent_eval.workflows import load_sweep, run_sweep
 
     configurations = load_sweep(
         Path(matrix), os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL")
@@ -62,7 +60,7 @@ class CellLines:
     def opening(self, prepared: Any) -> Iterator[Any]:
         from agent_eval.cli.console import attempt_line, header
         from agent_eval.cli.runs import bar_observer
-        from agent_eval.run.observers import EachAttempt, Observers
+        from agent_eval.run import EachAttempt, Observers
 
         config = prepared.config
         click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks),

@@ -9,12 +9,30 @@ format's own library does the reading and writing, from an optional extra.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_eval.errors import ResultsError
 from agent_eval.interop.foreign import ForeignRun
+from agent_eval.lazy import lazy_getattr
 from agent_eval.results import RunResults, load_results
 
-__all__ = ["ForeignRun", "foreign_kind", "load_run", "load_runs", "run_paths"]
+# The face's names that live in its modules, imported on first use (__getattr__).
+if TYPE_CHECKING:
+    from agent_eval.interop.atif import write_atif
+    from agent_eval.interop.foreign import task_differences
+    from agent_eval.interop.inspect_log import write_inspect_log
+
+
+__all__ = [
+    "ForeignRun",
+    "foreign_kind",
+    "load_run",
+    "load_runs",
+    "run_paths",
+    "task_differences",
+    "write_atif",
+    "write_inspect_log",
+]
 
 
 def foreign_kind(path: Path) -> str | None:
@@ -86,3 +104,12 @@ def load_run(path: str | Path) -> RunResults:
             "agent and model to its own folder"
         )
     return runs[0]
+
+
+_LAZY = {
+    "task_differences": "agent_eval.interop.foreign:task_differences",
+    "write_atif": "agent_eval.interop.atif:write_atif",
+    "write_inspect_log": "agent_eval.interop.inspect_log:write_inspect_log",
+}
+"""Public name -> where it lives: ``module:attribute``, or a module."""
+__getattr__ = lazy_getattr(__name__, _LAZY)

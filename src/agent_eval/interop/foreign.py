@@ -17,8 +17,7 @@ from typing import Any
 
 from agent_eval.errors import ResultsError
 from agent_eval.records import Checks, FailureClass
-from agent_eval.results import AttemptResult, RunHead, RunResults, tally
-from agent_eval.results.rows import Attempt, compact
+from agent_eval.results import Attempt, AttemptResult, RunHead, RunResults, compact, tally
 from agent_eval.trajectory import Limits, read_trajectory, trajectory_path
 
 TEXT_LIMIT = 2000

@@ -5,43 +5,46 @@ recording per attempt beside its trajectory; ``run --replay`` answers each attem
 its own recording; ``run --cache DIR`` reuses a reply only within the same task and
 attempt number.
 
-The names below are imported on first use: the proxy brings a web server stack, which a
-run that neither records nor replays never needs.
+Every name is imported on first use: the proxy brings a web server stack, which a run
+that neither records nor replays never needs.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_eval.lazy import lazy_getattr
+
+# The face's names that live in its modules, imported on first use (__getattr__).
 if TYPE_CHECKING:
-    from agent_eval.replay.proxy import ModelProxy, Session, Traffic
+    from agent_eval.replay.proxy import ModelProxy, OnCall, Session, Traffic
     from agent_eval.replay.recording import read_recording, recording_name
-    from agent_eval.replay.source import ReplaySource, load_replay
+    from agent_eval.replay.source import ReplaySource, load_replay, recorded_suite
+
 
 __all__ = [
     "ModelProxy",
+    "OnCall",
     "ReplaySource",
     "Session",
     "Traffic",
     "load_replay",
     "read_recording",
+    "recorded_suite",
     "recording_name",
 ]
 
-_HOMES = {
-    "ModelProxy": "proxy",
-    "Session": "proxy",
-    "Traffic": "proxy",
-    "read_recording": "recording",
-    "recording_name": "recording",
-    "ReplaySource": "source",
-    "load_replay": "source",
+
+_LAZY = {
+    "ModelProxy": "agent_eval.replay.proxy:ModelProxy",
+    "OnCall": "agent_eval.replay.proxy:OnCall",
+    "ReplaySource": "agent_eval.replay.source:ReplaySource",
+    "Session": "agent_eval.replay.proxy:Session",
+    "Traffic": "agent_eval.replay.proxy:Traffic",
+    "load_replay": "agent_eval.replay.source:load_replay",
+    "read_recording": "agent_eval.replay.recording:read_recording",
+    "recorded_suite": "agent_eval.replay.source:recorded_suite",
+    "recording_name": "agent_eval.replay.recording:recording_name",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+"""Public name -> where it lives: ``module:attribute``, or a module."""
+__getattr__ = lazy_getattr(__name__, _LAZY)

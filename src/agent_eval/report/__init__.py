@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_eval.errors import ConfigError
+from agent_eval.lazy import lazy_getattr
 from agent_eval.report.compare import compare_runs
 from agent_eval.report.compare_text import render_compare_text
 from agent_eval.report.history import (
@@ -22,6 +23,14 @@ from agent_eval.report.history import (
 from agent_eval.report.summary import summarise_run
 from agent_eval.results import RunResults, TaskOutcome, load_results
 
+# The face's names that live in its modules, imported on first use (__getattr__).
+if TYPE_CHECKING:
+    from agent_eval.report.across_runs import multi_report
+    from agent_eval.report.across_runs_text import check_multi_format, render_multi
+    from agent_eval.report.history import history_of_runs
+    from agent_eval.report.lesson import render_lesson
+
+
 REPORT_FORMATS = ("text", "markdown", "junit", "html", "json")
 """Formats of ``agent-eval report``."""
 
@@ -29,13 +38,19 @@ __all__ = [
     "REPORT_FORMATS",
     "RunResults",
     "TaskOutcome",
+    "check_multi_format",
     "compare_runs",
+    "history_of_runs",
     "load_results",
+    "multi_report",
+    "overlooked",
     "read_history",
     "render_compare",
     "render_compare_text",
     "render_history",
     "render_history_text",
+    "render_lesson",
+    "render_multi",
     "render_report",
     "summarise_run",
     "write_output",
@@ -102,3 +117,14 @@ def write_output(text: str, out: str | Path) -> None:
             f"--out {path}: cannot write the report ({exc.strerror}); check "
             "that the folder exists and is writable"
         ) from None
+
+
+_LAZY = {
+    "check_multi_format": "agent_eval.report.across_runs_text:check_multi_format",
+    "history_of_runs": "agent_eval.report.history:history_of_runs",
+    "multi_report": "agent_eval.report.across_runs:multi_report",
+    "render_lesson": "agent_eval.report.lesson:render_lesson",
+    "render_multi": "agent_eval.report.across_runs_text:render_multi",
+}
+"""Public name -> where it lives: ``module:attribute``, or a module."""
+__getattr__ = lazy_getattr(__name__, _LAZY)

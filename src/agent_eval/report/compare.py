@@ -12,15 +12,21 @@ from dataclasses import replace
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.interop.foreign import task_differences
+from agent_eval.interop import task_differences
 from agent_eval.report.figures import paired_figures
 from agent_eval.report.summary import task_clusters
 from agent_eval.report.text import short_hash
 from agent_eval.results import RunResults, TaskOutcome
-from agent_eval.score import planning, stats
-from agent_eval.score.clusters import clustered_mean, clustered_t_p, effective_variance
-from agent_eval.score.copied import is_copied_pass
-from agent_eval.score.permutation import PermutationTest, permutation_test
+from agent_eval.score import (
+    PermutationTest,
+    clustered_mean,
+    clustered_t_p,
+    effective_variance,
+    is_copied_pass,
+    permutation_test,
+    planning,
+    stats,
+)
 
 
 def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> bool:

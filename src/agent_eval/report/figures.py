@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_eval.results import Attempt, RunResults, TaskOutcome
-from agent_eval.score import stats
-from agent_eval.score.cost import attempt_cost
+from agent_eval.score import attempt_cost, stats
 
 FIGURES = ("steps", "tokens", "seconds", "cost")
 """The per-attempt figures next to success, in the order every report shows them."""

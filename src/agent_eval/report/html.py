@@ -13,8 +13,7 @@ from typing import Any
 
 from agent_eval.report import plots
 from agent_eval.report.text import copied_line, figure_rows, fmt, fmt_sig, shown_k_note
-from agent_eval.results import Attempt, RunResults, TaskOutcome
-from agent_eval.results.summary import UNKNOWN_CLASS
+from agent_eval.results import UNKNOWN_CLASS, Attempt, RunResults, TaskOutcome
 
 _NUMBER = re.compile(r"^-?[\d.]+(/\d+)?$")
 

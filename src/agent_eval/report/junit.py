@@ -5,8 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from agent_eval.results import RunResults, TaskOutcome
-from agent_eval.results.summary import UNKNOWN_CLASS
+from agent_eval.results import UNKNOWN_CLASS, RunResults, TaskOutcome
 
 
 def _checks_text(task: TaskOutcome) -> str:

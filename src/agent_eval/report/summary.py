@@ -9,13 +9,15 @@ from typing import Any
 
 from agent_eval.report.budgets import headline
 from agent_eval.report.figures import task_figure
-from agent_eval.results import RunResults, TaskOutcome, tally
-from agent_eval.results.rows import CHECK_FIELDS
-from agent_eval.results.schema import TaskSummary
-from agent_eval.results.summary import UNKNOWN_CLASS
-from agent_eval.score import stats
-from agent_eval.score.clusters import cluster_labels, clustered_mean
-from agent_eval.score.copied import is_copied_pass
+from agent_eval.results import (
+    CHECK_FIELDS,
+    UNKNOWN_CLASS,
+    RunResults,
+    TaskOutcome,
+    TaskSummary,
+    tally,
+)
+from agent_eval.score import cluster_labels, clustered_mean, is_copied_pass, stats
 
 RUN_KEYS = (
     "run_id",

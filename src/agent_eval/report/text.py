@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from agent_eval.score.copied import AT_LENGTH, MOSTLY
+from agent_eval.score import AT_LENGTH, MOSTLY
 
 
 def fmt(value: float | None, digits: int = 3) -> str:

@@ -11,6 +11,9 @@ read too, brought to the current shape (``legacy``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from agent_eval.lazy import lazy_getattr
 from agent_eval.records import RESULTS_SCHEMA
 from agent_eval.results.journal import (
     JOURNAL_SUFFIX,
@@ -41,13 +44,37 @@ from agent_eval.results.schema import (
 from agent_eval.results.summary import Tally, tally
 from agent_eval.results.write import append_labbook, atomic_file, row_json, write_results
 
+# The face's names that live in its modules, imported on first use (__getattr__).
+if TYPE_CHECKING:
+    from agent_eval.results.duel_file import (
+        DUEL_SCHEMA,
+        SIDES,
+        DuelRecord,
+        Stop,
+        read_duel,
+        side_results,
+        write_duel,
+    )
+    from agent_eval.results.legacy import RAISED
+    from agent_eval.results.rows import CHECK_FIELDS, compact
+    from agent_eval.results.schema import Frame
+    from agent_eval.results.summary import UNKNOWN_CLASS
+
+
 __all__ = [
+    "CHECK_FIELDS",
     "COURSE_TASK_KEYS",
+    "DUEL_SCHEMA",
     "JOURNAL_SUFFIX",
+    "RAISED",
     "RESULTS_SCHEMA",
+    "SIDES",
+    "UNKNOWN_CLASS",
     "Attempt",
     "AttemptResult",
     "Budgets",
+    "DuelRecord",
+    "Frame",
     "Journal",
     "Labbook",
     "LimitSpread",
@@ -57,23 +84,46 @@ __all__ = [
     "RunHead",
     "RunResults",
     "SandboxUsed",
+    "Stop",
     "Summary",
     "Tally",
     "TaskOutcome",
     "TaskSummary",
     "append_labbook",
     "atomic_file",
+    "compact",
     "describe_failure",
     "finished_run_header",
     "iter_rows",
     "journal_path_for",
     "load_results",
+    "read_duel",
     "read_head",
     "read_header",
     "read_journal",
     "read_labbook",
     "reopen_journal",
     "row_json",
+    "side_results",
     "tally",
+    "write_duel",
     "write_results",
 ]
+
+
+_LAZY = {
+    "CHECK_FIELDS": "agent_eval.results.rows:CHECK_FIELDS",
+    "DUEL_SCHEMA": "agent_eval.results.duel_file:DUEL_SCHEMA",
+    "DuelRecord": "agent_eval.results.duel_file:DuelRecord",
+    "Frame": "agent_eval.results.schema:Frame",
+    "RAISED": "agent_eval.results.legacy:RAISED",
+    "SIDES": "agent_eval.results.duel_file:SIDES",
+    "Stop": "agent_eval.results.duel_file:Stop",
+    "UNKNOWN_CLASS": "agent_eval.results.summary:UNKNOWN_CLASS",
+    "compact": "agent_eval.results.rows:compact",
+    "read_duel": "agent_eval.results.duel_file:read_duel",
+    "side_results": "agent_eval.results.duel_file:side_results",
+    "write_duel": "agent_eval.results.duel_file:write_duel",
+}
+"""Public name -> where it lives: ``module:attribute``, or a module."""
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_eval.errors import ResultsError
 from agent_eval.results.write import atomic_file
-from agent_eval.score.sequential import Decision
+from agent_eval.score import Decision
 
 DUEL_SCHEMA = 1
 SIDES = ("a", "b")

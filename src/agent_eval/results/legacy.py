@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.records import RESULTS_SCHEMA
-from agent_eval.score.checks import BUDGET_STOPS
+from agent_eval.score import BUDGET_STOPS
 
 COURSE = None
 """The ``schema`` of a course-harness file: it writes none."""

@@ -16,8 +16,7 @@ from typing import Any, Protocol
 
 from agent_eval.results.rows import Attempt
 from agent_eval.results.schema import Summary, TaskSummary
-from agent_eval.score.copied import is_copied_pass
-from agent_eval.score.pass_k import pass_hat_k
+from agent_eval.score import is_copied_pass, pass_hat_k
 
 UNKNOWN_CLASS = "unknown"
 """Failure class counted for a course-harness row whose checks do not tell."""

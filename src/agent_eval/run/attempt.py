@@ -12,18 +12,25 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_eval.records import AgentReply, Checks, FailureClass, Task
 from agent_eval.redaction import Redactor
-from agent_eval.replay.recording import recording_name
-from agent_eval.results import AttemptResult
-from agent_eval.results.legacy import RAISED
-from agent_eval.results.schema import Frame
+from agent_eval.replay import recording_name
+from agent_eval.results import RAISED, AttemptResult, Frame
 from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace
-from agent_eval.sandbox.bwrap import Sandbox
-from agent_eval.score.checks import classify, score_attempt, tools_used
-from agent_eval.score.citations import judge_citations, read_cited
-from agent_eval.score.copied import copied_share, document_runs
-from agent_eval.score.cost import attempt_cost
-from agent_eval.score.snapshot import Changes, changes, snapshot, workspace_diff
-from agent_eval.score.state import check_state
+from agent_eval.sandbox import Sandbox
+from agent_eval.score import (
+    Changes,
+    attempt_cost,
+    changes,
+    check_state,
+    classify,
+    copied_share,
+    document_runs,
+    judge_citations,
+    read_cited,
+    score_attempt,
+    tools_used,
+    workspace_diff,
+)
+from agent_eval.score import workspace_snapshot as snapshot
 from agent_eval.trajectory import (
     Meta,
     ScoreRecord,

@@ -13,14 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_eval.agents.entry import Agent, AgentMisbehaved, coerce_reply
-from agent_eval.agents.outage import describe as describe_outage
-from agent_eval.agents.outage import find_outage
+from agent_eval.agents import Agent, AgentMisbehaved, coerce_reply, describe_outage, find_outage
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import REDACTED, Redactor
-from agent_eval.replay import ModelProxy, ReplaySource, read_recording
-from agent_eval.replay.proxy import OnCall
-from agent_eval.replay.source import recorded_suite
+from agent_eval.replay import ModelProxy, OnCall, ReplaySource, read_recording, recorded_suite
 from agent_eval.results import AttemptResult, iter_rows, read_head
 from agent_eval.run.attempt import Outcome, run_attempt
 from agent_eval.run.runner import attempt_plan, prepare

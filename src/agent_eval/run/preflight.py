@@ -8,7 +8,7 @@ import difflib
 
 from agent_eval.agents import MODEL_AGENTS
 from agent_eval.errors import ConfigError, ModelEndpointError
-from agent_eval.models.client import ChatClient
+from agent_eval.models import ChatClient
 
 PREFLIGHT_SECONDS = 5.0
 """How long the endpoint has to answer ``GET /models``."""

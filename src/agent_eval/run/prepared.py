@@ -9,11 +9,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_eval.agents.entry import Agent
+from agent_eval.agents import Agent
 from agent_eval.records import Task
 from agent_eval.results import Order, SandboxUsed
 from agent_eval.run.settings import RunConfig
-from agent_eval.sandbox.bwrap import Sandbox
+from agent_eval.sandbox import Sandbox
 from agent_eval.suite import LoadedSuite
 
 if TYPE_CHECKING:  # imported by the runner only when a run records or replays

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_eval import __version__
-from agent_eval.agents.entry import load_agent
+from agent_eval.agents import load_agent
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, CommandCheck, Task
 from agent_eval.redaction import Redactor, public_options, run_redactor, with_secret_options
@@ -64,7 +64,7 @@ from agent_eval.run.preflight import check_endpoint
 from agent_eval.run.prepared import PreparedRun
 from agent_eval.run.settings import RunConfig
 from agent_eval.run.workspace import workspace_source
-from agent_eval.sandbox.bwrap import Sandbox
+from agent_eval.sandbox import Sandbox
 from agent_eval.suite import load_suite
 from agent_eval.trajectory import safe_part
 

@@ -12,3 +12,48 @@ sandbox's processes for root too, and ``reaper`` ends every process below one (u
 with and without a sandbox). The package itself imports nothing, so a worker that
 needs only the reaper loads only the reaper.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_eval.lazy import lazy_getattr
+
+# The face's names that live in its modules, imported on first use (__getattr__).
+if TYPE_CHECKING:
+    from agent_eval.sandbox import pids, reaper
+    from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable, user_tasks
+    from agent_eval.sandbox.reaper import become_subreaper, children, end_strays
+    from agent_eval.sandbox.relay import Endpoint, ModelRelay
+
+
+__all__ = [
+    "Endpoint",
+    "ModelRelay",
+    "Sandbox",
+    "become_subreaper",
+    "bwrap_binary",
+    "children",
+    "end_strays",
+    "pids",
+    "reaper",
+    "unavailable",
+    "user_tasks",
+]
+
+
+_LAZY = {
+    "Endpoint": "agent_eval.sandbox.relay:Endpoint",
+    "ModelRelay": "agent_eval.sandbox.relay:ModelRelay",
+    "Sandbox": "agent_eval.sandbox.bwrap:Sandbox",
+    "become_subreaper": "agent_eval.sandbox.reaper:become_subreaper",
+    "bwrap_binary": "agent_eval.sandbox.bwrap:bwrap_binary",
+    "children": "agent_eval.sandbox.reaper:children",
+    "end_strays": "agent_eval.sandbox.reaper:end_strays",
+    "pids": "agent_eval.sandbox.pids",
+    "reaper": "agent_eval.sandbox.reaper",
+    "unavailable": "agent_eval.sandbox.bwrap:unavailable",
+    "user_tasks": "agent_eval.sandbox.bwrap:user_tasks",
+}
+"""Public name -> where it lives: ``module:attribute``, or a module."""
+__getattr__ = lazy_getattr(__name__, _LAZY)

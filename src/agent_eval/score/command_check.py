@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from agent_eval.processes import run_in_group
 from agent_eval.records import CommandCheck
-from agent_eval.sandbox.bwrap import Sandbox
+from agent_eval.sandbox import Sandbox
 
 TAIL_CHARS = 2000
 """How much of the end of a command's output is kept in the outcome."""

@@ -33,7 +33,7 @@ from agent_eval.records import (
     StateCheck,
     StateOutcome,
 )
-from agent_eval.sandbox.bwrap import Sandbox
+from agent_eval.sandbox import Sandbox
 from agent_eval.score.command_check import run_command_check
 from agent_eval.score.snapshot import Entry, Snapshot, changes, snapshot, workspace_diff
 

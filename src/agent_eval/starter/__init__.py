@@ -158,3 +158,6 @@ def _tree(source: Path, prefix: str) -> dict[str, bytes]:
 
 def _taken(path: Path) -> bool:
     return path.exists() or path.is_symlink()
+
+
+__all__ = ["COURSE_SUITE_FILE", "default_tasks", "next_commands", "write_starter"]

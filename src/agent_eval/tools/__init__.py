@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_eval.lazy import lazy_getattr
 from agent_eval.tools import (
     edit_file,
     query_database,
@@ -24,13 +25,27 @@ from agent_eval.tools import (
 )
 from agent_eval.tools.base import Observation, ToolContext, truncate
 
+# The face's names that live in its modules, imported on first use (__getattr__).
+if TYPE_CHECKING:
+    from agent_eval.tools.search_documents import (
+        build_index,
+        load_index,
+        split_passages,
+        workspace_index,
+    )
+
+
 __all__ = [
     "READ_TOOLS",
     "WRITE_TOOLS",
     "Observation",
     "ToolContext",
+    "build_index",
+    "load_index",
     "run_tool",
+    "split_passages",
     "tool_specs",
+    "workspace_index",
 ]
 
 READ_TOOLS: tuple[str, ...] = ("search_documents", "read_file", "run_command")
@@ -119,3 +134,13 @@ def run_tool(name: str, ctx: ToolContext, args: dict[str, Any]) -> Observation:
         # recorded as an error in the trajectory, never the whole attempt.
         message = f"{name}: internal error: {type(exc).__name__}: {exc}"
         return Observation(truncate(message), error=True)
+
+
+_LAZY = {
+    "build_index": "agent_eval.tools.search_documents:build_index",
+    "load_index": "agent_eval.tools.search_documents:load_index",
+    "split_passages": "agent_eval.tools.search_documents:split_passages",
+    "workspace_index": "agent_eval.tools.search_documents:workspace_index",
+}
+"""Public name -> where it lives: ``module:attribute``, or a module."""
+__getattr__ = lazy_getattr(__name__, _LAZY)

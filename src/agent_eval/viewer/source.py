@@ -27,15 +27,16 @@ from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.interop import foreign_kind, load_runs
 from agent_eval.results import (
     JOURNAL_SUFFIX,
+    Attempt,
     AttemptResult,
     RunHead,
     RunResults,
+    compact,
     load_results,
     read_head,
     read_journal,
     read_labbook,
 )
-from agent_eval.results.rows import Attempt, compact
 from agent_eval.trajectory import (
     JsonLines,
     Limits,

@@ -15,9 +15,8 @@ from typing import Any
 from agent_eval.errors import AgentEvalError, ResultsError
 from agent_eval.interop import ForeignRun
 from agent_eval.report import compare_runs, summarise_run
-from agent_eval.results import COURSE_TASK_KEYS, RunHead, RunResults
-from agent_eval.results.rows import Attempt
-from agent_eval.score.copied import is_copied_pass
+from agent_eval.results import COURSE_TASK_KEYS, Attempt, RunHead, RunResults
+from agent_eval.score import is_copied_pass
 from agent_eval.viewer.align import align, step_numbers, went_wrong
 from agent_eval.viewer.source import DIFF_LIMIT, Library, RunSource
 
@@ -466,7 +465,7 @@ def _suite_task(run: RunHead, task_id: str) -> dict[str, Any] | None:
     if wanted is None:
         return None
     if wanted not in _suites:
-        from agent_eval.suite.load import load_suite, shipped_suites
+        from agent_eval.suite import load_suite, shipped_suites
 
         _suites[wanted] = {}
         for shipped in shipped_suites():

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_eval.agents.baselines import BASELINES
-from agent_eval.run.runner import execute, prepare
-from agent_eval.run.settings import build_settings
+from agent_eval.agents import BASELINES
+from agent_eval.run import build_settings, execute, prepare
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
-from agent_eval.models.local_engine import INSTALL_ADVICE
-from agent_eval.models.local_server import wait_healthy
-from agent_eval.report import load_results, render_report
-from agent_eval.report.lesson import render_lesson
+from agent_eval.models import INSTALL_ADVICE, wait_healthy
+from agent_eval.report import load_results, render_lesson, render_report
 from agent_eval.results import iter_rows, read_head
-from agent_eval.run.settings import DEFAULT_BASE_URL, build_settings
+from agent_eval.run import DEFAULT_BASE_URL, build_settings
 from agent_eval.workflows.one_run import RunConsole, run_one
 
 START_TIMEOUT = 600.0

@@ -17,25 +17,26 @@ from typing import Any
 from agent_eval.errors import AgentLoadError, ConfigError
 from agent_eval.redaction import run_redactor
 from agent_eval.results import (
+    DUEL_SCHEMA,
+    SIDES,
+    DuelRecord,
     RunHead,
+    Stop,
     append_labbook,
     iter_rows,
     journal_path_for,
     read_head,
-)
-from agent_eval.results.duel_file import (
-    DUEL_SCHEMA,
-    SIDES,
-    DuelRecord,
-    Stop,
     side_results,
     write_duel,
 )
-from agent_eval.run.observers import AttemptObserver
-from agent_eval.run.runner import execute, prepare
-from agent_eval.run.settings import RunConfig, build_settings
-from agent_eval.score.planning import plan_from_pairs, repeats_needed
-from agent_eval.score.sequential import confidence_sequence, decide, projected_rounds
+from agent_eval.run import AttemptObserver, RunConfig, build_settings, execute, prepare
+from agent_eval.score import (
+    confidence_sequence,
+    decide,
+    plan_from_pairs,
+    projected_rounds,
+    repeats_needed,
+)
 
 SideObservers = Mapping[str, AttemptObserver]
 """What hears each side's attempts as they are kept, by side ("a" or "b")."""

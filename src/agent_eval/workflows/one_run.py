@@ -12,11 +12,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_eval.report.history import overlooked, read_history
-from agent_eval.run.observers import AttemptObserver
-from agent_eval.run.prepared import PreparedRun
-from agent_eval.run.runner import RunReport, execute, prepare
-from agent_eval.run.settings import RunConfig, build_settings
+from agent_eval.report import overlooked, read_history
+from agent_eval.run import (
+    AttemptObserver,
+    PreparedRun,
+    RunConfig,
+    RunReport,
+    build_settings,
+    execute,
+    prepare,
+)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,7 @@ from agent_eval.results import (
     row_json,
     write_results,
 )
-from agent_eval.score.checks import classify, score_attempt
-from agent_eval.score.citations import rejudge
-from agent_eval.score.cost import attempt_cost
+from agent_eval.score import attempt_cost, classify, rejudge, score_attempt
 from agent_eval.suite import LoadedSuite, load_suite
 
 KEEP = ("agent_error",)

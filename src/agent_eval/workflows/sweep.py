@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_eval.errors import ConfigError
 from agent_eval.results import journal_path_for
-from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig, build_settings, option_text
+from agent_eval.run import DEFAULT_BASE_URL, RunConfig, build_settings, option_text
 from agent_eval.trajectory import safe_part
 from agent_eval.workflows.one_run import RunConsole, run_one
 

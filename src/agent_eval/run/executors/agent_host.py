@@ -39,18 +39,18 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from agent_eval.agents.entry import (
+from agent_eval.agents import (
     Agent,
     AgentMisbehaved,
     agent_frames,
     coerce_reply,
+    describe_outage,
+    find_outage,
     load_agent,
 )
-from agent_eval.agents.outage import describe as describe_outage
-from agent_eval.agents.outage import find_outage
 from agent_eval.errors import AgentLoadError
 from agent_eval.processes import kill_group
-from agent_eval.sandbox.reaper import become_subreaper, children, end_strays
+from agent_eval.sandbox import become_subreaper, children, end_strays
 
 RunTask = Callable[[str, dict[str, Any]], Any]
 Reply = tuple[str, Any, Any]

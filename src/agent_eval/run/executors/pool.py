@@ -14,7 +14,7 @@ from agent_eval.run.executors.worker import Worker
 from agent_eval.run.executors.zygote import Zygote
 from agent_eval.run.settings import Isolation
 from agent_eval.run.workspace import SLOT_LOGS, collect_logs, run_scratch, slot_folder
-from agent_eval.sandbox.bwrap import Sandbox, user_tasks
+from agent_eval.sandbox import Sandbox, user_tasks
 
 PRELOAD = [
     "agent_eval.run.executors.agent_host",

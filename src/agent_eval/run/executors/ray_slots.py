@@ -33,7 +33,7 @@ from agent_eval.run.executors.pool import make_worker, start_workers
 from agent_eval.run.executors.sandboxed import inside_options
 from agent_eval.run.executors.worker import Worker
 from agent_eval.run.workspace import run_scratch, slot_folder
-from agent_eval.sandbox.bwrap import bwrap_binary, unavailable
+from agent_eval.sandbox import bwrap_binary, unavailable
 
 SECRETS_ENV = "AGENT_EVAL_RUN_SECRET"
 """The environment variable that carries the run's secret options (JSON) to the nodes."""

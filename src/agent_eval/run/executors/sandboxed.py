@@ -27,9 +27,7 @@ from agent_eval.processes import kill_group
 from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
-from agent_eval.sandbox import pids
-from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
-from agent_eval.sandbox.relay import Endpoint, ModelRelay
+from agent_eval.sandbox import Endpoint, ModelRelay, Sandbox, bwrap_binary, pids, unavailable
 
 INSIDE_SOCKET = "/run/agent-eval/model.sock"
 """Where the relay's unix socket is bound inside every sandbox."""

@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_eval.agents.entry import AgentMisbehaved, coerce_reply
+from agent_eval.agents import AgentMisbehaved, coerce_reply
 from agent_eval.errors import AgentLoadError
 from agent_eval.processes import kill_group
 from agent_eval.records import AgentReply
