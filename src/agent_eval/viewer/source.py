@@ -36,6 +36,7 @@ from agent_eval.results import (
     read_head,
     read_journal,
     read_labbook,
+    tally,
 )
 from agent_eval.trajectory import (
     JsonLines,
@@ -115,22 +116,6 @@ def _journal_run(header: dict[str, Any], rows: list[AttemptResult]) -> RunHead:
         repeats=max((row.attempt for row in rows), default=0),
         date=header.get("started"),
     )
-
-
-def _journal_summary(rows: list[AttemptResult]) -> dict[str, Any]:
-    """The four numbers over the attempts journaled so far, rounded as the runner rounds."""
-    n = len(rows)
-    if not n:
-        return {"runs": 0, "passed": 0}
-    passed = sum(row.checks.passed for row in rows)
-    return {
-        "runs": n,
-        "passed": passed,
-        "success_rate": round(passed / n, 3),
-        "mean_steps": round(sum(r.steps for r in rows) / n, 2),
-        "mean_tokens": round(sum(r.tokens for r in rows) / n, 1),
-        "mean_seconds": round(sum(r.seconds for r in rows) / n, 1),
-    }
 
 
 def _signature(path: Path) -> tuple[int, int]:
@@ -314,7 +299,7 @@ class Library:
         source.run = {
             **_journal_run(header, rows).model_dump(mode="json"),
             "in_progress": _recent(source.signature),
-            "summary": _journal_summary(rows),
+            "summary": tally(rows).summary().model_dump(mode="json"),
         }
         return source
 
