@@ -20,7 +20,7 @@ from agent_eval.report.history import (
     read_history,
     render_history_text,
 )
-from agent_eval.report.summary import summarise_run
+from agent_eval.report.run_report import summarise_run
 from agent_eval.results import RunResults, TaskOutcome, load_results
 
 # The face's names that live in its modules, imported on first use (__getattr__).

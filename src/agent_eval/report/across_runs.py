@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.errors import ConfigError
-from agent_eval.report.budgets import headline_success
 from agent_eval.report.compare import compare_runs
 from agent_eval.report.figures import run_figures
-from agent_eval.report.summary import summarise_run
+from agent_eval.report.headline import headline_success
+from agent_eval.report.run_report import summarise_run
 from agent_eval.results import RunResults
 
 VERDICT_KEYS = ("difference", "ci95", "p_fixed_suite", "fixed_suite_test", "p_population",

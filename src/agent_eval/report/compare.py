@@ -14,7 +14,7 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.interop import task_differences
 from agent_eval.report.figures import paired_figures
-from agent_eval.report.summary import task_clusters
+from agent_eval.report.run_report import task_clusters
 from agent_eval.report.text import short_hash
 from agent_eval.results import RunResults, TaskOutcome
 from agent_eval.score import (

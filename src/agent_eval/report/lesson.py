@@ -14,7 +14,7 @@ from itertools import combinations
 from typing import Any
 
 from agent_eval.report.compare import compare_runs, p_words
-from agent_eval.report.summary import summarise_run
+from agent_eval.report.run_report import summarise_run
 from agent_eval.results import RunResults
 
 ALPHA = 0.05

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent_eval.report.budgets import headline
 from agent_eval.report.figures import task_figure
+from agent_eval.report.headline import headline
 from agent_eval.results import (
     CHECK_FIELDS,
     UNKNOWN_CLASS,
