@@ -7,9 +7,14 @@ package (say, the records) never drags in the rest.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
+STARTUP_PATH = tuple(sys.path)
+"""sys.path as it was when the harness was first imported, before any agent file's folder
+was put on it: what a sandbox shows of it (agent_eval.sandbox.bwrap), so that no earlier
+run's agent in this process is visible to a later one's."""
 
 _EXPORTS = {
     "AgentEvalError": "agent_eval.errors",

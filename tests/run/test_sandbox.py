@@ -331,7 +331,7 @@ def test_a_sandboxed_agent_reaches_nothing_but_the_model(
     for secret in (planted["home"], planted["env"], planted["openai"]):
         assert secret not in written
     used = json.loads(written)["run"]["sandbox"]
-    assert used == {"applied": "bwrap", "network": "model"}
+    assert used == {"applied": "bwrap", "network": "model", "max_workspace_mb": 1024}
 
 
 def test_a_journal_rewritten_during_the_run_gives_no_verdict(
@@ -477,7 +477,7 @@ def test_sigterm_during_a_check_leaves_no_copy(
          "--out", "r.json"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    pattern = f"agent-eval-run-{process.pid}-*/slot-*/agent-eval-check-*"
+    pattern = f"agent-eval-run-{process.pid}-*/agent-eval-check-*"
     deadline = time.monotonic() + 120
     while not list(scratch_parent().glob(pattern)):
         assert process.poll() is None, process.communicate()
@@ -638,3 +638,70 @@ def test_what_a_sandboxed_agent_prints_is_redacted(
     for path in files:
         text = path.read_bytes().decode("utf-8", "replace")
         assert not [s for s in secrets if s in text], path
+
+
+@needs_sandbox
+def test_an_earlier_agents_folder_is_not_shown_to_a_later_run(
+    tmp_path: Path, write_suite: Callable[..., Path]
+) -> None:
+    """A process that loaded one agent file (its folder goes on sys.path, as for any
+    import) and then runs another, as a duel or a sweep does: the second run's sandbox
+    shows its own agent's folder, not the first's, nor what lies in it."""
+    from agent_eval.agents import load_agent
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+    (first / "secret.txt").write_text("the first agent's notes")
+    (first / "agent.py").write_text(
+        'def run_task(t, o):\n    return {"answer": "a", "steps": 1, "tokens": 0}\n'
+    )
+    (second / "agent.py").write_text(
+        "import os\n"
+        "def run_task(t, o):\n"
+        f"    seen = os.path.exists({str(first / 'secret.txt')!r})\n"
+        '    return {"answer": "seen" if seen else "unseen", "steps": 1, "tokens": 0}\n'
+    )
+    load_agent(str(first / "agent.py"))
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["u"]}])
+    config = RunConfig(agent=str(second / "agent.py"), tasks=str(suite), sandbox="on",
+                       out=tmp_path / "r.json", trajectory_dir=tmp_path / "traj")  # fmt: skip
+    report = execute(prepare(config))
+    assert [row.answer for row in report.rows] == ["unseen"]
+
+
+BUILDING_AGENT = """
+import json, os, pathlib
+
+def build(options):
+    source = options["workspace"]
+    try:
+        pathlib.Path(source, "planted.md").write_text("x")
+        written = "written"
+    except OSError as exc:
+        written = exc.strerror
+    seen = {"files": sorted(os.listdir(source)), "write": written}
+    pathlib.Path(options["log_dir"], "build.json").write_text(json.dumps(seen))
+
+def run_task(task, options):
+    return {"answer": "ok", "steps": 1, "tokens": 0}
+"""
+
+
+@needs_sandbox
+def test_build_reads_the_documents_every_attempt_copies_and_cannot_change_them(
+    tmp_path: Path, write_suite: Callable[..., Path]
+) -> None:
+    """In the sandbox, build() sees the documents each attempt gets a copy of, so an
+    agent indexes them once rather than once per attempt, and they are read-only."""
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["ok"]}])
+    agent = tmp_path / "agent" / "agent.py"  # in a folder of its own, away from the documents
+    agent.parent.mkdir()
+    agent.write_text(BUILDING_AGENT, encoding="utf-8")
+    config = RunConfig(agent=str(agent), tasks=str(suite), sandbox="on",
+                       out=tmp_path / "r.json", trajectory_dir=tmp_path / "traj")  # fmt: skip
+    report = execute(prepare(config))
+    assert [row.passed for row in report.rows] == [True]
+    seen = json.loads((tmp_path / "traj" / "build.json").read_text(encoding="utf-8"))
+    assert seen == {"files": ["notes.md"], "write": "Read-only file system"}
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["notes.md"]

@@ -250,6 +250,14 @@ an input error, 130 when interrupted (Ctrl-C; the finished attempts are written)
     "into the sandbox; any other address, loopback included, is refused). none: nothing. "
     "host: the machine's network, unconfined. State checks always get none.",
 )
+@click.option(
+    "--max-workspace-mb",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="In the sandbox, the RAM an attempt's workspace, /tmp and HOME may fill together; "
+    "a write past it fails with 'No space left on device'.",
+)
 @click.option("--resume", help="Continue an interrupted run from its results file or journal.")
 @click.option("--overwrite", is_flag=True, help="Replace a finished run's results file at --out.")
 @click.option("--seed", type=int, help="Seed for every choice the harness makes.")

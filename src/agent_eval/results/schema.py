@@ -243,6 +243,10 @@ class SandboxUsed(Record):
     """What the sandbox let the agent reach: model, none or host (None: no sandbox)."""
     reason: str | None = None
     """Why there was no sandbox: --sandbox off, or why it could not start."""
+    max_workspace_mb: int | None = None
+    """The size of each slot's private folder, in RAM: its attempt's workspace, /tmp and
+    HOME (None: not capped, as when there is no sandbox, or no /dev/shm to keep it out
+    of /tmp)."""
 
 
 class LimitSpread(Record):

@@ -191,8 +191,10 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         # The agent has stopped (returned or been killed): judge the world it left.
         state, diff, touched = [], "", None
         if before is not None:
+            # the checks' copies go beside the slot: a sandbox's own folder cannot be bound
+            run_scratch = worker.folder.parent if worker.folder is not None else None
             state = check_state(task.expect_state, before, workspace, plan.suite_dir,
-                                sandbox=plan.sandbox, scratch=worker.folder)  # fmt: skip
+                                sandbox=plan.sandbox, scratch=run_scratch)  # fmt: skip
             diff = workspace_diff(plan.source, workspace)
             touched = _touched(changes(before, snapshot(workspace)))
     failure: FailureClass

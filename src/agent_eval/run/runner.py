@@ -154,8 +154,9 @@ def prepare(config: RunConfig) -> PreparedRun:
 
 def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
     """The run's sandbox: what it hides (the run's own files, the suite and its hidden
-    checks) and what it shows besides the system and Python (the current folder, the
-    index, a module agent's folder)."""
+    checks) and what it shows besides the system and Python, read-only: the current
+    folder, the index, a module agent's folder, and the documents every attempt gets a
+    copy of (so that build() indexes them once, as without the sandbox)."""
     config, suite_file = prepared.config, prepared.loaded.path
     hidden_checks = [suite_file.parent / check.with_files
                      for task in prepared.tasks for check in task.expect_state
@@ -166,7 +167,9 @@ def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
         config.sandbox_network,
         hide=[Path.home(), suite_file, suite_file.parent, *hidden_checks, config.trajectory_dir,
               prepared.journal_path, config.out, config.labbook, config.resume, *out_folders],
-        keep=[visible_folder(Path.cwd()), config.index, *_agent_folders(config.agent)],
+        keep=[visible_folder(Path.cwd()), config.index, prepared.source,
+              *_agent_folders(config.agent)],
+        workspace_mb=config.max_workspace_mb,
     )  # fmt: skip
 
 

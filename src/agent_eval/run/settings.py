@@ -150,6 +150,8 @@ class RunConfig:
     (default: $AGENT_EVAL_SANDBOX, else auto)."""
     sandbox_network: str = "model"
     """What a sandboxed agent may reach: the model endpoint, nothing, or the host network."""
+    max_workspace_mb: int = 1024
+    """The RAM a sandboxed slot's attempt may fill: its workspace, /tmp and HOME together."""
     preflight: bool = False
     """Check, before the first attempt, that the endpoint answers and lists the models."""
 
@@ -183,6 +185,8 @@ class RunConfig:
             raise ConfigError(
                 f"--sandbox-network {self.sandbox_network}: choose {', '.join(SANDBOX_NETWORKS)}"
             )
+        if self.max_workspace_mb < 1:
+            raise ConfigError(f"--max-workspace-mb {self.max_workspace_mb}: give 1 or more")
         if self.ray_address is not None and self.executor != "ray":
             raise ConfigError(f"--ray-address {self.ray_address}: add --executor ray")
         if self.timeout_per_task is not None and self.timeout_per_task <= 0:

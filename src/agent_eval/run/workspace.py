@@ -33,6 +33,11 @@ def scratch_root() -> str | None:
     return None
 
 
+def scratch_parent() -> str:
+    """The folder a run's scratch folder is made in."""
+    return scratch_root() or tempfile.gettempdir()
+
+
 def workspace_source(
     loaded: LoadedSuite, workspace: Path | None, allow_empty: bool = False
 ) -> tuple[Path | None, str]:
@@ -118,14 +123,15 @@ SLOT_PRIVATE = ("tmp", "home")
 """What a slot folder keeps between attempts, emptied before each: a sandbox binds them
 as the attempt's /tmp and HOME, so the folders themselves must stay."""
 SLOT_LOGS = "logs"
-"""A sandboxed agent's log folder (options["log_dir"]), kept for the whole run: the
+"""A sandboxed agent's log folder (options["log_dir"]), in its slot folder. It is bound
+there from the slot's log folder beside it (slot_logs), kept for the whole run: the
 harness appends what is in it to the run's trajectory folder at the end."""
 
 
 @contextmanager
 def run_scratch() -> Iterator[Path]:
     """The run's scratch folder, removed afterwards; stale ones of dead runs go first."""
-    parent = scratch_root() or tempfile.gettempdir()
+    parent = scratch_parent()
     remove_stale(Path(parent))
     root = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-", dir=parent))
     try:
@@ -156,17 +162,26 @@ def _alive(pid: int) -> bool:
 
 
 def slot_folder(run: Path, number: int) -> Path:
-    """A slot's folder in the run's scratch, with its private /tmp and HOME."""
+    """A slot's folder in the run's scratch, with its private /tmp and HOME, and its log
+    folder beside it. A sandbox may replace the folder with one of its own
+    (run/executors/sandboxed.py)."""
     folder = run / f"slot-{number}"
     for name in (*SLOT_PRIVATE, SLOT_LOGS):
         (folder / name).mkdir(parents=True, exist_ok=True)
+    slot_logs(folder).mkdir(exist_ok=True)
     return folder
+
+
+def slot_logs(folder: Path) -> Path:
+    """Where a sandboxed slot's agent logs are kept: beside the slot folder, which may
+    exist only as long as one sandbox."""
+    return folder.with_name(f"{folder.name}.{SLOT_LOGS}")
 
 
 def collect_logs(run: Path, folder: Path, redact: Redactor) -> None:
     """Append every slot's agent logs to the file of the same name in ``folder``,
     redacted: the agent wrote them, and may have written a secret it was given."""
-    for log in sorted(run.glob(f"slot-*/{SLOT_LOGS}/*")):
+    for log in sorted(run.glob(f"slot-*.{SLOT_LOGS}/*")):
         if log.is_file() and not log.is_symlink() and log.stat().st_size:
             folder.mkdir(parents=True, exist_ok=True)
             with log.open("rb") as reader, (folder / log.name).open("ab") as writer:

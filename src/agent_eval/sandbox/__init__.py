@@ -22,7 +22,13 @@ from agent_eval.lazy import lazy_getattr
 # The face's names that live in its modules, imported on first use (__getattr__).
 if TYPE_CHECKING:
     from agent_eval.sandbox import pids, reaper
-    from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable, user_tasks
+    from agent_eval.sandbox.bwrap import (
+        Sandbox,
+        bwrap_binary,
+        can_be_private,
+        unavailable,
+        user_tasks,
+    )
     from agent_eval.sandbox.reaper import become_subreaper, children, end_strays
     from agent_eval.sandbox.relay import Endpoint, ModelRelay
 
@@ -33,6 +39,7 @@ __all__ = [
     "Sandbox",
     "become_subreaper",
     "bwrap_binary",
+    "can_be_private",
     "children",
     "end_strays",
     "pids",
@@ -48,6 +55,7 @@ _LAZY = {
     "Sandbox": "agent_eval.sandbox.bwrap:Sandbox",
     "become_subreaper": "agent_eval.sandbox.reaper:become_subreaper",
     "bwrap_binary": "agent_eval.sandbox.bwrap:bwrap_binary",
+    "can_be_private": "agent_eval.sandbox.bwrap:can_be_private",
     "children": "agent_eval.sandbox.reaper:children",
     "end_strays": "agent_eval.sandbox.reaper:end_strays",
     "pids": "agent_eval.sandbox.pids",

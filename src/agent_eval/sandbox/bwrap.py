@@ -4,8 +4,9 @@ What a sandboxed process sees: the system folders and the Python environment rea
 (less the system's secrets such as /etc/shadow), the current folder read-only when it is
 not the home folder, the folders it is given read-write, a fresh /dev, /proc of its own
 PID namespace, and nothing else: not the user's home, not the run's outputs, journal or
-suite, nor other processes. Its first process is PID 1 of that namespace, so when it
-ends every process it left ends with it, and it dies with its parent.
+suite, nor other processes. Everything else is read-only, its own root and /dev included.
+Its first process is PID 1 of that namespace, so when it ends every process it left ends
+with it, and it dies with its parent.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from agent_eval import STARTUP_PATH
 
 MODES = ("auto", "on", "off")
 """--sandbox: auto uses the sandbox where it works, on insists, off never uses it."""
@@ -59,6 +62,8 @@ ENV_ALLOWED = (
     "DISABLE_TQDM",
 )
 """The only variables that cross into a sandbox: no key, token or cloud secret does."""
+SHM_MB = 64
+"""The size of a sandbox's own /dev/shm, where POSIX semaphores and shared memory live."""
 MAX_MASKS = 2000
 """A folder with more entries than this beside a needed path is hidden entry by entry no
 further: bubblewrap's start would grow with every mount."""
@@ -133,37 +138,48 @@ class Sandbox:
     to root)."""
     file_mb: int = 1024
     """RLIMIT_FSIZE inside: the largest file a sandboxed process may write."""
+    workspace_mb: int = 1024
+    """The size of a slot's private folder (argv's ``private``): its attempts' workspaces,
+    /tmp and HOME together. A write past it fails with ENOSPC."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
     def argv(
         self,
         command: Sequence[str],
         *,
-        writable: Sequence[str],
+        writable: Sequence[str | tuple[str, str]] = (),
         readonly: Sequence[tuple[str, str]] = (),
-        tmp: str,
+        tmp: str | None = None,
+        private: str | None = None,
         cwd: str,
         network: str | None = None,
         hosts_file: str | None = None,
     ) -> list[str]:
         """The bwrap command line that runs ``command`` inside.
 
-        ``writable`` folders are bound read-write at their own paths, ``readonly`` pairs
-        (source, destination) read-only over whatever is there; ``tmp`` is bound at /tmp.
+        ``writable`` folders are bound read-write at their own paths (or pairs, source
+        and destination), ``readonly`` pairs read-only over whatever is there. /tmp is
+        either ``tmp``, bound, or the ``tmp`` folder of ``private``: a folder that exists
+        only inside, in RAM of at most ``workspace_mb``, with ``tmp`` and ``home`` in it.
         """
         net = network or self.network
         args = [self.binary, *_namespaces(net), "--die-with-parent", "--new-session"]
-        args += _system_view(self.keep, tmp)
+        args += _writable_places(tmp, private, self.workspace_mb)
+        args += _system_view(self.keep)
         seen, needed = _visible_roots(self.keep), _needed(self.keep)
         hidden: list[str] = []
         for path in sorted({os.path.realpath(p) for p in (*SYSTEM_SECRETS, *self.hide)}):
             args += _mask(path, seen, needed, hidden)
         for folder in writable:
-            args += ["--bind", folder, folder]
+            source, destination = (folder, folder) if isinstance(folder, str) else folder
+            args += ["--bind", source, destination]
         for source, destination in readonly:
             args += ["--ro-bind", source, destination]
         if hosts_file is not None:
             args += ["--ro-bind", hosts_file, "/etc/hosts"]
+        # last, once every mount point in them is made: nothing but the binds above,
+        # the private folder and /dev/shm is writable, not even the sandbox's own root
+        args += ["--remount-ro", "/dev", "--remount-ro", "/"]
         args += ["--chdir", cwd, "--", *command]
         return args
 
@@ -192,7 +208,7 @@ def _needed(keep: Sequence[str]) -> list[str]:
     """What the program cannot run without: Python, its packages, and ``keep``."""
     found = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     found.add(str(Path(__file__).resolve().parents[2]))  # the folder agent_eval is in
-    found.update(p for p in sys.path if p and os.path.isdir(p))
+    found.update(p for p in STARTUP_PATH if p and os.path.isdir(p))
     found.update(keep)
     real = {os.path.realpath(p) for p in found if os.path.exists(p)}
     return sorted(p for p in real if not _within("/tmp", p))  # /tmp is the sandbox's own
@@ -217,16 +233,39 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _system_view(keep: Sequence[str], tmp: str) -> list[str]:
-    """The system folders, a fresh /dev and /proc, the private /tmp, then what is needed
-    outside the system folders (after /tmp, which would cover what lies in it)."""
+def can_be_private(folder: str) -> bool:
+    """Whether ``folder`` can be a sandbox's private folder: not in /tmp, which is then
+    a link into it."""
+    return not _within(os.path.realpath(folder), "/tmp")
+
+
+def _writable_places(tmp: str | None, private: str | None, size_mb: int) -> list[str]:
+    """A fresh /dev with a /dev/shm of its own, and /tmp: ``tmp`` bound, or the ``tmp``
+    of the ``private`` folder, made in RAM of ``size_mb`` with /tmp and HOME in it.
+    /tmp then links to it, relatively, so that bubblewrap makes the mount points of
+    what lies in /tmp (a module agent's folder) there too."""
+    args = ["--dev", "/dev", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
+    if private is None:
+        if tmp is None:
+            raise ValueError("a sandbox needs its tmp or its private folder")
+        return [*args, "--bind", tmp, "/tmp"]
+    if not can_be_private(private):
+        raise ValueError(f"a sandbox's private folder cannot be in /tmp: {private}")
+    return [*args, "--size", str(size_mb << 20), "--tmpfs", private,
+            "--dir", f"{private}/tmp", "--dir", f"{private}/home",
+            "--symlink", os.path.relpath(f"{private}/tmp", "/"), "/tmp"]  # fmt: skip
+
+
+def _system_view(keep: Sequence[str]) -> list[str]:
+    """The system folders, /proc, then what is needed outside the system folders (after
+    /tmp, which would cover what lies in it)."""
     args: list[str] = []
     for folder in SYSTEM_FOLDERS:
         if os.path.islink(folder):  # /bin -> usr/bin on merged-/usr systems
             args += ["--symlink", os.readlink(folder), folder]
         elif os.path.isdir(folder):
             args += ["--ro-bind", folder, folder]
-    args += ["--proc", "/proc", "--dev", "/dev", "--bind", tmp, "/tmp"]
+    args += ["--proc", "/proc"]
     system = [os.path.realpath(f) for f in SYSTEM_FOLDERS if os.path.exists(f)]
     for path in _outermost(_needed(keep)):
         if not any(_within(path, s) for s in system):

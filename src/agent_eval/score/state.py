@@ -140,9 +140,13 @@ def _judge(
 
 
 def inside(workspace: Path, relative: str) -> Path | str:
-    """The path in the workspace, or why it is refused (it or a link in it leads outside)."""
+    """The path in the workspace, or why it is refused (it or a link in it leads outside).
+
+    The path returned is not resolved: a sandbox's workspace is reached through a link to
+    a descriptor (run/executors/sandboxed.py), which resolves to a name that means
+    nothing here once the sandbox has ended."""
     root = workspace.resolve()
-    candidate = root / relative
+    candidate = workspace / relative
     try:
         resolved = candidate.resolve()
     except (OSError, RuntimeError):  # a link loop: RuntimeError before Python 3.13

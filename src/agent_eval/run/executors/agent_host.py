@@ -10,14 +10,15 @@ running, a copy would lack them, so the worker says why (`fork_hazard`) and runs
 attempts in-process; the parent then gives each attempt a fresh worker of its own.
 
 Messages on the worker's connection. Parent to worker: ``(spec, options, memory_mb,
-isolation, reply_keys)``, then ``("run", task, options)`` per attempt when it has no copies, and
-``("close",)``. Worker to parent: ``("ready", scaffold, hazard)`` or ``("failed",
-reason)``; a reply per attempt run in-process; with copies, ``("copy", pid)`` followed
-by the copy's own connection (a passed file descriptor) for each copy made ready, and
-``("ended", pid, exit code)`` for every copy once it and everything its attempt started
-are gone (so the parent scores a world nobody still changes); ``("closed", warning)``
-last. A copy reads one ``("run", task, options)`` on its own connection and
-answers it there, so an attempt's round trip never passes through the worker.
+isolation, reply_keys)``, then ``("run", task, options)`` per attempt when it has no
+copies, ``("kill", pid)`` for a copy past its time, and ``("close",)``. Worker to parent:
+``("ready", scaffold, hazard)`` or ``("failed", reason)``; a reply per attempt run
+in-process; with copies, ``("copy", pid)`` followed by the copy's own connection (a
+passed file descriptor) for each copy made ready, and ``("ended", pid, exit code)`` for
+every copy once it and everything its attempt started are gone (so the parent scores a
+world nobody still changes); ``("closed", warning)`` last. A copy reads one ``("run",
+task, options)`` on its own connection and answers it there, so an attempt's round trip
+never passes through the worker.
 """
 
 from __future__ import annotations
@@ -171,6 +172,10 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                         copies.clear()
                         _close(conn, agent)
                         return
+                    if message[0] == "kill":  # past its time: "ended" follows, as for any
+                        for copy in copies.values():
+                            if copy.pid == message[1]:
+                                kill_group(copy.pid)
                     continue
                 copy = copies[fd]
                 news = os.read(fd, 16)
@@ -343,6 +348,20 @@ def exit_reason(code: int | None) -> str:
     return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
 
 
+PRIVATE_FLAG = "--private"
+"""Names the folder that exists only in this sandbox (run/executors/sandboxed.py)."""
+
+
+def send_private(fd: int, folder: str) -> None:
+    """Send the parent a descriptor of ``folder``, the slot's private folder, which only
+    this sandbox can see: through it the parent makes and scores the workspaces there,
+    even after the sandbox has ended."""
+    handle = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+    with socket.socket(fileno=os.dup(fd)) as channel:
+        reduction.sendfds(channel, [handle])
+    os.close(handle)
+
+
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # an agent may have replaced or closed it
@@ -350,11 +369,15 @@ def _flush() -> None:
 
 
 def _sandboxed(fd: int, preload: list[str]) -> None:
-    """Entry of a worker exec'd in a sandbox, where no zygote can fork it: import what a
-    zygote would have, then serve."""
+    """Entry of a worker exec'd in a sandbox, where no zygote can fork it: hand the
+    parent the slot's private folder when there is one, import what a zygote would have,
+    then serve."""
     import importlib
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if preload[:1] == [PRIVATE_FLAG]:
+        send_private(fd, preload[1])
+        preload = preload[2:]
     for module in preload:
         with contextlib.suppress(Exception):  # a preload is only an optimisation
             importlib.import_module(module)

@@ -111,6 +111,7 @@ class SlotGroup:
     def run_try(self, task: Task, attempt: int) -> Scored:
         worker = self._idle.get()
         try:
+            worker.ready()  # before its workspace is made: a new sandbox has a new folder
             return run_attempt(self._plan, worker, task, attempt)
         finally:
             self._idle.put(worker)

@@ -5,19 +5,27 @@ exec'd inside its own sandbox; it imports what the zygote would have and then fo
 copy per attempt as usual, so the sandbox's start (a few milliseconds, and the worker's
 imports) is paid once per slot, not once per attempt. The slot's folder is its only
 writable place: its attempts' workspaces, and its private /tmp and HOME, all emptied
-before each attempt. With ``--sandbox-network model`` the model endpoint is reached
-through a relay (agent_eval.sandbox.relay) and options["base_url"] names its inside end.
+before each attempt. It exists only inside the sandbox, in RAM of at most
+``Sandbox.workspace_mb``: the worker sends a descriptor of it out, and the slot's path
+here becomes a link to that descriptor, through which the parent makes and scores the
+workspaces. The descriptor keeps the folder after the sandbox ends (a worker killed mid
+attempt), until the slot's next sandbox starts. With ``--sandbox-network model`` the
+model endpoint is reached through a relay (agent_eval.sandbox.relay) and
+options["base_url"] names its inside end.
 Each sandbox starts in a pids cgroup of its own where one can be made
 (agent_eval.sandbox.pids), and what it prints passes through the run's redactor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -26,8 +34,18 @@ from agent_eval.errors import ConfigError
 from agent_eval.processes import kill_group
 from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.results import SandboxUsed
+from agent_eval.run.executors.agent_host import PRIVATE_FLAG
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
-from agent_eval.sandbox import Endpoint, ModelRelay, Sandbox, bwrap_binary, pids, unavailable
+from agent_eval.run.workspace import SLOT_LOGS, scratch_parent, slot_logs
+from agent_eval.sandbox import (
+    Endpoint,
+    ModelRelay,
+    Sandbox,
+    bwrap_binary,
+    can_be_private,
+    pids,
+    unavailable,
+)
 
 INSIDE_SOCKET = "/run/agent-eval/model.sock"
 """Where the relay's unix socket is bound inside every sandbox."""
@@ -59,6 +77,8 @@ class SandboxedWorkers:
         self._redact = redact if redact else None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._pumps: dict[int, threading.Thread] = {}
+        self._private: dict[Path, int] = {}
+        """The descriptor of each slot's private folder, from its latest sandbox."""
         self._caps: dict[int, pids.ProcessCap] = {}
         """Each sandbox's pids cgroup, where one can be made: the bound on its processes
         that holds for root, whom RLIMIT_NPROC does not bind."""
@@ -81,29 +101,26 @@ class SandboxedWorkers:
             raise ValueError("a sandboxed worker needs its slot's folder")
         mine, theirs = socket.socketpair()
         fd = theirs.fileno()
-        command = [
-            sys.executable,
-            "-m",
-            "agent_eval.run.executors.agent_host",
-            str(fd),
-            *self._preload,
-        ]
+        private = can_be_private(str(folder))
+        host = [sys.executable, "-m", "agent_eval.run.executors.agent_host", str(fd)]
+        command = [*host, *([PRIVATE_FLAG, str(folder)] if private else []), *self._preload]
         readonly: list[tuple[str, str]] = []
         if self._relay is not None and self._endpoint is not None:
             command = [sys.executable, "-m", "agent_eval.sandbox.inside", INSIDE_SOCKET,
                        str(self._endpoint.inside_port), "--", *command]  # fmt: skip
             readonly.append((self._relay.path, INSIDE_SOCKET))
+        logs = (str(slot_logs(folder)), str(folder / SLOT_LOGS))
         cwd = os.getcwd()
-        home = str(folder / "home")
         argv = self._sandbox.argv(
             command,
-            writable=[str(folder)],
+            writable=[logs] if private else [str(folder), logs],
             readonly=readonly,
-            tmp=str(folder / "tmp"),
+            private=str(folder) if private else None,
+            tmp=None if private else str(folder / "tmp"),
             cwd=cwd if self._sees(cwd) else str(folder),
             hosts_file=self._hosts,
         )
-        env = {**self._sandbox.environment(home), **NO_BACKGROUND_THREADS}
+        env = {**self._sandbox.environment(str(folder / "home")), **NO_BACKGROUND_THREADS}
         cap = self._cap(folder)
         process = subprocess.Popen(
             argv if cap is None else cap.command(argv),
@@ -129,7 +146,30 @@ class SandboxedWorkers:
                 )
                 pump.start()
                 self._pumps[process.pid] = pump
-        return process.pid, Connection(mine.detach())
+        conn = Connection(mine.detach())
+        if private:
+            self._receive_private(folder, conn)
+        return process.pid, conn
+
+    def _receive_private(self, folder: Path, conn: Connection) -> None:
+        """Make ``folder`` here a link to the new sandbox's private folder, and let the
+        last sandbox's go. A sandbox that ended before sending one says why when the
+        worker's start reads from ``conn``."""
+        try:
+            handle = reduction.recv_handle(conn)
+        except (EOFError, OSError):
+            return
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)  # the slot's folder as slot_folder made it: never used
+        link = folder.with_name(f"{folder.name}.link")
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(f"/proc/{os.getpid()}/fd/{handle}")
+        link.replace(folder)
+        with self._lock:
+            last, self._private[folder] = self._private.get(folder), handle
+        if last is not None:
+            os.close(last)
 
     def _cap(self, folder: Path) -> pids.ProcessCap | None:
         if pids.controller() is None:
@@ -172,6 +212,10 @@ class SandboxedWorkers:
             kill_group(process.pid)
             process.wait()
             self._drain(process.pid)
+        with self._lock:
+            private, self._private = list(self._private.values()), {}
+        for handle in private:
+            os.close(handle)
         if self._relay is not None:
             self._relay.close()
 
@@ -181,6 +225,7 @@ def resolve(
     network: str,
     hide: list[Path | None],
     keep: list[Path | None],
+    workspace_mb: int = Sandbox.workspace_mb,
 ) -> tuple[Sandbox | None, SandboxUsed]:
     """The run's sandbox for ``--sandbox mode``, and how the results record it.
 
@@ -200,8 +245,11 @@ def resolve(
         network=network,
         hide=tuple(sorted({str(p.resolve()) for p in hide if p is not None})),
         keep=tuple(sorted({str(p.resolve()) for p in keep if p is not None and p.exists()})),
+        workspace_mb=workspace_mb,
     )
-    return sandbox, SandboxUsed(applied="bwrap", network=network)
+    capped = can_be_private(os.path.join(scratch_parent(), "slot"))
+    return sandbox, SandboxUsed(applied="bwrap", network=network,
+                                max_workspace_mb=workspace_mb if capped else None)  # fmt: skip
 
 
 def visible_folder(cwd: Path) -> Path | None:

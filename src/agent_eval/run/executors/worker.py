@@ -69,8 +69,6 @@ class Worker:
         self._on_fallback = on_fallback
         self._pid: int | None = None
         self._conn: Connection | None = None
-        self._copy: int | None = None
-        """The process running the current attempt when the worker forks one per attempt."""
         self._lock = threading.Lock()
         """The dispatcher thread and a second Ctrl-C can both end the process at once:
         whoever takes the pid first reaps it, and only once."""
@@ -150,8 +148,6 @@ class Worker:
             reason = self._death()
             self.kill()
             return Outcome(None, reason, "agent_error")
-        with self._lock:
-            self._copy = pid
         try:
             copy.send(("run", task, options))
             message = _next(copy, deadline)
@@ -159,7 +155,10 @@ class Worker:
             copy.close()
             return Outcome(None, exit_reason(self._copy_ended(conn, pid)), "agent_error")
         if message is None:
-            kill_group(pid, or_process=True)
+            # the worker ends it: the copy is its child, and in a sandbox ``pid`` is a pid
+            # of the sandbox's own namespace, which here may name any other process
+            with contextlib.suppress(OSError):
+                conn.send(("kill", pid))
             copy.close()
             self._copy_ended(conn, pid)
             return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
@@ -191,8 +190,6 @@ class Worker:
         """The exit code of a copy that ended without replying, as the worker saw it; None
         (and the worker killed) when the worker does not say within HOST_GRACE."""
         deadline = time.monotonic() + HOST_GRACE
-        with self._lock:
-            self._copy = None
         try:
             while pid not in self._ended:
                 if not conn.poll(max(0.0, deadline - time.monotonic())):
@@ -240,12 +237,12 @@ class Worker:
     def kill(self) -> None:
         """End the process and everything it started, now, whatever it is doing."""
         with self._lock:
-            pid, conn, copy = self._pid, self._conn, self._copy
-            self._pid = self._conn = self._copy = None
+            pid, conn = self._pid, self._conn
+            self._pid = self._conn = None
             spares, self._spares = self._spares, deque()
-        for ended in (copy, *(spare for spare, _ in spares)):
-            if ended is not None:
-                kill_group(ended, or_process=True)
+        # Its copies, the one running included, end with it: they become the zygote's,
+        # which ends them when it reaps the worker, or they die with the sandbox's PID
+        # namespace. Their pids are never signalled from here (see _run_in_copy).
         for _, spare_conn in spares:
             spare_conn.close()
         if pid is not None:
