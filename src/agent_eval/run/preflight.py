@@ -8,7 +8,6 @@ import difflib
 
 from agent_eval.agents import MODEL_AGENTS
 from agent_eval.errors import ConfigError, ModelEndpointError
-from agent_eval.models import ChatClient
 
 PREFLIGHT_SECONDS = 5.0
 """How long the endpoint has to answer ``GET /models``."""
@@ -36,6 +35,8 @@ def check_endpoint(base_url: str, api_key: str | None, models: dict[str, str]) -
     ``models`` maps each flag to the model it names (``{"--model": "local/chat"}``). An
     endpoint that lists no models gets only the first check: it answers.
     """
+    from agent_eval.models import ChatClient  # httpx: only a run that checks pays for it
+
     with ChatClient(base_url, api_key, timeout=PREFLIGHT_SECONDS) as client:
         try:
             listed = client.listed_models(PREFLIGHT_SECONDS)

@@ -111,7 +111,15 @@ class ModelRelay:
 
 
 def pipe(one: socket.socket, other: socket.socket) -> None:
-    """Relay both ways until both sides are done; closes both."""
+    """Relay both ways until both sides are done; closes both.
+
+    A TCP end sends each piece at once (TCP_NODELAY): a request or a reply arrives in
+    pieces (headers, then body), and Nagle's algorithm would hold the second one back
+    until the first is acknowledged, which the other side delays by some 40 ms."""
+    for end in (one, other):
+        if end.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def pump(source: socket.socket, sink: socket.socket) -> None:
         try:

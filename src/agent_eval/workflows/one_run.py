@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_eval.report import overlooked, read_history
 from agent_eval.run import (
     AttemptObserver,
     PreparedRun,
@@ -94,6 +93,10 @@ def _test_looks(prepared: PreparedRun, report: RunReport) -> list[str] | None:
     config = prepared.config
     if "test" not in prepared.splits or config.labbook is None or report.interrupted:
         return None
+    # Imported here: the labbook's reader brings the statistics (scipy) and the other
+    # harnesses' formats, which a run that evaluates no test task never needs.
+    from agent_eval.report import overlooked, read_history
+
     suite = prepared.loaded.suite
     return overlooked(read_history(config.labbook), config.max_test_looks,
                       (suite.name, suite.version))  # fmt: skip
