@@ -30,6 +30,7 @@ CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 from agent_eval.run.settings import RunConfig
+from agent_eval.run.observers import EachAttempt
 from agent_eval.run.runner import execute, prepare
 root, repeats = Path(sys.argv[1]), int(sys.argv[2])
 config = RunConfig(agent=str(root / "agent.py"), tasks=str(root / "suite.json"),
@@ -50,7 +51,7 @@ def on_attempt(row):
             marks[share] = resident_mb()
 
 start = time.perf_counter()
-execute(prepared, on_attempt)
+execute(prepared, EachAttempt(on_attempt))
 peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"seconds": time.perf_counter() - start, "peak_mb": peak_kb / 1024,
                   "marks": [marks[share] for share in (0.1, 0.5, 1.0)]}))

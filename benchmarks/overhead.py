@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_eval.run.observers import EachAttempt
 from agent_eval.run.runner import execute, prepare
 from agent_eval.run.settings import ISOLATIONS, Isolation, RunConfig
 from agent_eval.suite import load_suite
@@ -74,7 +75,7 @@ def ours(repeats: int, root: Path, isolation: Isolation) -> tuple[float, float, 
     first: list[float] = []
     before = os.times()
     start = time.perf_counter()
-    execute(prepared, lambda row: first or first.append(time.perf_counter()))
+    execute(prepared, EachAttempt(lambda row: first or first.append(time.perf_counter())))
     wall, after = time.perf_counter() - start, os.times()
     cpu = sum(after[:4]) - sum(before[:4])  # user and system, ours and reaped children's
     return wall, first[0] - start, cpu

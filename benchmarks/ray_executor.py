@@ -38,6 +38,7 @@ from typing import Any
 
 from concurrency import SCRIPT, add_scratch_option, load_average, mock_model, process_cpu
 
+from agent_eval.run.observers import EachAttempt
 from agent_eval.run.runner import execute, prepare
 from agent_eval.run.settings import ISOLATIONS, Isolation, RunConfig
 from agent_eval.suite import load_suite
@@ -84,7 +85,7 @@ def timed_run(
                 steady.append(cpu_split(server)[0])
 
         before, start = cpu_split(server), time.perf_counter()
-        execute(prepared, on_attempt)
+        execute(prepared, EachAttempt(on_attempt))
         wall = time.perf_counter() - start
         cpu, server_cpu = (b - a for a, b in zip(before, cpu_split(server), strict=True))
     calls, attempts = served[0], prepared.attempts

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_eval.run.observers import EachAttempt
 from agent_eval.run.runner import execute, prepare
 from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox.bwrap import Sandbox, bwrap_binary, unavailable
@@ -68,7 +69,7 @@ def one_run(sandbox: str, repeats: int, folder: Path) -> tuple[float, float, flo
     prepared = prepare(config)
     first: list[float] = []
     before, clock = os.times(), time.perf_counter()
-    execute(prepared, on_attempt=lambda _row: first or first.append(time.perf_counter()))
+    execute(prepared, EachAttempt(lambda _row: first or first.append(time.perf_counter())))
     wall = time.perf_counter() - clock
     after = os.times()
     cpu = sum(after[:4]) - sum(before[:4])  # this process and every child it reaped
