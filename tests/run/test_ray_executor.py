@@ -260,7 +260,8 @@ def test_the_sandbox_holds_on_a_ray_node(
     mock_model: Callable[..., MockModelServer],
 ) -> None:
     """A slot on a Ray node runs in the kernel sandbox as on one machine: the model
-    endpoint answers through the relay, another loopback port does not."""
+    endpoint answers through the relay, another loopback port does not, and the
+    workspace fills only to --max-workspace-mb."""
     from agent_eval.sandbox.bwrap import unavailable
 
     if unavailable() is not None:
@@ -277,19 +278,30 @@ def test_the_sandbox_holds_on_a_ray_node(
         "        return 'connected'\n"
         "    except OSError:\n"
         "        return 'refused'\n"
+        "def fill(folder):\n"
+        "    try:\n"
+        "        with open(folder + '/fill.bin', 'wb') as out:\n"
+        "            for _ in range(64):\n"
+        "                out.write(b'x' * (1 << 20))\n"
+        "                out.flush()\n"
+        "    except OSError as exc:\n"
+        "        return exc.strerror\n"
+        "    return 'filled'\n"
         "def run_task(task, options):\n"
         "    url = urllib.parse.urlsplit(options['base_url'])\n"
-        f"    found = [reach(url.hostname, url.port), reach('127.0.0.1', {port})]\n"
+        f"    found = [reach(url.hostname, url.port), reach('127.0.0.1', {port}),\n"
+        "             fill(options['workspace'])]\n"
         "    return {'answer': json.dumps(found), 'steps': 1, 'tokens': 0}\n"
     )
     server = mock_model({"replies": [{"content": "hi"}]})
     config = RunConfig(agent=str(agent), tasks=str(write_suite([{"id": "a", "task": "x"}])),
                        executor="ray", base_url=server.base_url, out=tmp_path / "r.json",
-                       trajectory_dir=tmp_path / "traj", sandbox="on")  # fmt: skip
+                       trajectory_dir=tmp_path / "traj", sandbox="on",
+                       max_workspace_mb=8)  # fmt: skip
     try:
         report = execute(prepare(config))
     finally:
         other.close()
     (row,) = report.rows
-    assert json.loads(row.answer) == ["connected", "refused"]
+    assert json.loads(row.answer) == ["connected", "refused", "No space left on device"]
     assert report.head.run.sandbox is not None and report.head.run.sandbox.applied == "bwrap"
