@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -431,9 +430,9 @@ def test_bad_sandbox_values_are_refused() -> None:
 
 
 def scratch_parent() -> Path:
-    from agent_eval.run.workspace import scratch_root
+    from agent_eval.run.workspace import scratch_parent
 
-    return Path(scratch_root() or tempfile.gettempdir())
+    return Path(scratch_parent())
 
 
 def test_a_killed_runs_scratch_is_removed_by_the_next_run(
