@@ -145,3 +145,99 @@ def test_runner_layout_problems_are_named_like_any_other(
     path.write_bytes(path.read_bytes().replace(b"answer to t1", b"answer \xff t1", 1))
     with pytest.raises(ResultsError, match=r"cannot be read \('utf-8' codec can't decode"):
         load_results(path)
+
+
+def _full_rows(make_results: Callable[..., Path]) -> dict[str, Any]:
+    """A document whose rows carry every key, as the runner writes them (the quick path)."""
+    from agent_eval.results import AttemptResult
+
+    document = json.loads(
+        make_results({"t1": [True, False, "infra_error"], "t2": [False, True]}).read_text()
+    )
+    document["results"] = [
+        AttemptResult.model_validate(row).model_dump(mode="json") for row in document["results"]
+    ]
+    return document
+
+
+@pytest.mark.parametrize(
+    ("change", "plain"),
+    [
+        ({}, True),
+        ({"roles": {"planner": 5, "executor": 7}, "changed_files": ["M a.md"]}, True),
+        ({"copied_share": 0.25, "group": "g1", "recording_file": "rec/x.jsonl"}, True),
+        ({"seconds": 2}, False),  # an int where a float belongs: pydantic coerces it
+        ({"steps": "3"}, False),
+        ({"citations": [{"file": "docs/a.md", "quote": "the backup"}]}, False),
+        ({"traceback": [{"file": "a.py", "line": 3, "function": "run_task", "code": "x"}]}, False),
+        (
+            {"checks": {"state": [{"name": "file a.md holds b", "ok": False, "detail": "no"}]}},
+            False,
+        ),
+        ({"checks": {"bad_citations": [{"file": "b.md", "quote": "q", "reason": "none"}]}}, False),
+    ],
+)
+def test_quick_rows_load_as_pydantic_validates_them(
+    tmp_path: Path, make_results: Callable[..., Path], change: dict[str, Any], plain: bool
+) -> None:
+    from agent_eval.results import AttemptResult, compact
+    from agent_eval.results.rows import plain_attempts
+
+    document = _full_rows(make_results)
+    row = document["results"][1]
+    for key, value in change.items():
+        if key == "checks":
+            row["checks"].update(value)
+        else:
+            row[key] = value
+    expected = tuple(compact(AttemptResult.model_validate(r)) for r in document["results"])
+    assert (plain_attempts(document["results"]) is not None) is plain
+    for path in (_runner_layout(tmp_path, document), _write(tmp_path, document)):
+        loaded = load_results(path).rows
+        assert loaded == expected
+        assert [[type(v) for v in r] for r in loaded] == [[type(v) for v in r] for r in expected]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"checks": {"passed": 1}}, r"\.checks\.passed: Input should be a valid boolean"),
+        ({"checks": {"missing": [4000]}}, r"\.checks\.missing\.0: Input should be a valid string"),
+        ({"checks": {"tools_used": [["read_file"]]}}, r"\.checks\.tools_used\.0: Input should be"),
+        ({"checks": {"passed": True, "state": [{"name": "s", "ok": False}]}},
+         r"\.checks: Value error, passed is true while a state check failed"),
+        ({"roles": {"planner": "many"}}, r"\.roles\.planner: Input should be a valid integer"),
+        ({"changed_files": [1]}, r"\.changed_files\.0: Input should be a valid string"),
+        ({"failure_class": "oops"}, r"\.failure_class: Input should be 'passed'"),
+        ({"pased": True}, r"\.pased: Extra inputs are not permitted"),
+        ({"answer": None}, r"\.answer: Input should be a valid string"),
+        ({"id": None, "category": None}, r"\.id: Input should be a valid string"),
+    ],
+)  # fmt: skip
+def test_a_near_miss_of_a_quick_row_is_named(
+    tmp_path: Path, make_results: Callable[..., Path], change: dict[str, Any], message: str
+) -> None:
+    document = _full_rows(make_results)
+    row = document["results"][1]
+    for key, value in change.items():
+        if key == "checks":
+            row["checks"].update(value)
+        else:
+            row[key] = value
+    for path in (_runner_layout(tmp_path, document), _write(tmp_path, document)):
+        with pytest.raises(ResultsError, match=r"results\[1\]" + message + r".* \(fix or remove"):
+            load_results(path)
+
+
+@pytest.mark.parametrize("key", ["answer", "checks"])
+def test_a_quick_row_without_a_key_is_named(
+    tmp_path: Path, make_results: Callable[..., Path], key: str
+) -> None:
+    document = _full_rows(make_results)
+    del document["results"][2][key]
+    path = _write(tmp_path, document)
+    with pytest.raises(ResultsError, match=rf"results\[2\]\.{key}: Field required \(fix or"):
+        load_results(path)
+    document["results"][2] = [1, 2]
+    with pytest.raises(ResultsError, match=r"results\[2\]\.\(row\): Input should be a valid"):
+        load_results(_write(tmp_path, document))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 from agent_eval.results import Attempt, RunResults, TaskOutcome
 from agent_eval.score import attempt_cost, stats
@@ -19,17 +20,23 @@ FIGURES = ("steps", "tokens", "seconds", "cost")
 """The per-attempt figures next to success, in the order every report shows them."""
 
 
-def _figure(row: Attempt, name: str, prices: dict[str, float | None]) -> float | None:
+def _figures(
+    rows: Sequence[Attempt], name: str, prices: dict[str, float | None]
+) -> list[float | None]:
+    """One figure of each attempt; a cost is None when it cannot be priced."""
     if name == "cost":
-        return attempt_cost(row.tokens, row.prompt_tokens, row.completion_tokens, prices)
-    return float(getattr(row, name))
+        return [
+            attempt_cost(row.tokens, row.prompt_tokens, row.completion_tokens, prices)
+            for row in rows
+        ]
+    return list(map(float, map(attrgetter(name), rows)))
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
+def _mean(values: list[float | None]) -> float | None:
     """The mean, or None when there is nothing or any value is unknown."""
-    if not values or any(v is None for v in values):
+    if not values or None in values:
         return None
-    return statistics.fmean(v for v in values if v is not None)
+    return statistics.fmean(cast("list[float]", values))  # None is ruled out above
 
 
 def run_figures(results: RunResults) -> dict[str, float | None]:
@@ -37,7 +44,7 @@ def run_figures(results: RunResults) -> dict[str, float | None]:
     priced = any(v is not None for v in results.prices.values())
     return {
         f"mean_{name}": (
-            _mean([_figure(r, name, results.prices) for r in results.rows])
+            _mean(_figures(results.rows, name, results.prices))
             if name != "cost" or priced
             else None
         )
@@ -47,7 +54,7 @@ def run_figures(results: RunResults) -> dict[str, float | None]:
 
 def task_figure(task: TaskOutcome, name: str, prices: dict[str, float | None]) -> float | None:
     """One task's mean of a figure over its attempts."""
-    return _mean([_figure(r, name, prices) for r in task.rows])
+    return _mean(_figures(task.rows, name, prices))
 
 
 def paired_figures(

@@ -6,8 +6,6 @@ output prices, an attempt that did not split its tokens has no known cost.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 
 def attempt_cost(
     tokens: int, prompt: int | None, completion: int | None, prices: dict[str, float | None]
@@ -21,5 +19,10 @@ def attempt_cost(
         return None
     if prompt is None or completion is None:
         return None
-    exact = prompt * Fraction(price_in or 0.0) + completion * Fraction(price_out or 0.0)
-    return float(exact / 1_000_000)
+    # The exact sum over one denominator, then one correctly rounded division: the float
+    # that float(prompt * Fraction(price_in) + completion * Fraction(price_out)) / 10**6
+    # gives, without building a Fraction per attempt (a report prices every attempt).
+    top_in, bottom_in = (price_in or 0.0).as_integer_ratio()
+    top_out, bottom_out = (price_out or 0.0).as_integer_ratio()
+    numerator = prompt * top_in * bottom_out + completion * top_out * bottom_in
+    return numerator / (bottom_in * bottom_out * 1_000_000)
