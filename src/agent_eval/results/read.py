@@ -192,7 +192,7 @@ def _parsed(data: bytes) -> Any:
     """The JSON value, or None when pydantic's parser refuses it (``_read_checked`` then
     reads the file with the json module and names the problem)."""
     try:
-        return from_json(data)  # short strings (ids, classes) one object each, as pydantic does
+        return from_json(data, cache_strings="keys")
     except ValueError:
         return None
 
