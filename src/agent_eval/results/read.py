@@ -1,11 +1,8 @@
 """Read a results file of any shape: schema 2, schema 1, or the course harness's.
 
 ``load_results`` loads a whole run for reports, every row validated and then kept as a
-compact ``Attempt`` (results/rows.py): rows as the runner writes them are checked a field
-at a time without pydantic (``plain_attempts``), any other row by AttemptResult, and any
-problem is named by the step-by-step reader, so that every message stays the same.
-``read_head`` and ``iter_rows`` read the head and the full row records one at a time, for
-tools that rewrite or replay a run.
+compact ``Attempt`` (results/rows.py). ``read_head`` and ``iter_rows`` read the head and
+the full row records one at a time, for tools that rewrite or replay a run.
 """
 
 from __future__ import annotations
@@ -18,25 +15,24 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, TypeAdapter, ValidationError
-from pydantic_core import from_json
 from typing_extensions import TypedDict
 
 from agent_eval.errors import ResultsError
 from agent_eval.records import RESULTS_SCHEMA
 from agent_eval.results.legacy import KNOWN_SCHEMAS, upgrade_row, upgrade_run, upgrade_task
-from agent_eval.results.rows import Attempt, RunResults, compact, plain_attempts, shared
+from agent_eval.results.rows import Attempt, RunResults, compact, shared
 from agent_eval.results.schema import AttemptResult, ResultsHead, RunHead
 
 
-class _Head(TypedDict):
-    """The parts of a schema-2 results file's head a report reads; per_task is skipped."""
+class _Document(TypedDict):
+    """The parts of a schema-2 results file a report reads; per_task is skipped."""
 
     schema: Any
     run: RunHead
-    results: list[Any]
+    results: list[Annotated[AttemptResult, AfterValidator(compact)]]
 
 
-_HEAD = TypeAdapter(_Head)
+_DOCUMENT = TypeAdapter(_Document)
 _ROWS = TypeAdapter(list[Annotated[AttemptResult, AfterValidator(compact)]])
 _OPEN, _NEXT, _CLOSE = b'\n  "results": [\n    ', b",\n    ", b"\n  ]\n}\n"
 """How the writer lays out rows: the head indented, then one compact row per line."""
@@ -181,52 +177,27 @@ def _load_by_line(path: Path, data: bytes) -> RunResults | None:
         found = data.find(_NEXT, position + _BATCH, end)
         stop = end if found < 0 else found
         batch = b"[" + data[position:stop] + b"]"  # the separators are valid JSON as they are
-        batch_rows = _parsed(batch)
-        if not isinstance(batch_rows, list) or not _add_valid(rows, batch_rows):
+        try:
+            # The validator hands back Attempts in place of the records it validated.
+            rows += _ROWS.validate_json(batch)  # type: ignore[arg-type]
+        except ValidationError:
             return None
         position = stop + len(_NEXT)
     return RunResults(path, head.run, tuple(rows))
 
 
-def _parsed(data: bytes) -> Any:
-    """The JSON value, or None when pydantic's parser refuses it (``_read_checked`` then
-    reads the file with the json module and names the problem)."""
-    try:
-        return from_json(data, cache_strings="keys")
-    except ValueError:
-        return None
-
-
-def _add_valid(rows: list[Attempt], raw_rows: list[Any]) -> bool:
-    """Append the raw rows, validated, to ``rows``; False when one is invalid.
-
-    Plain rows (results.rows.plain_attempts) need no pydantic; otherwise AttemptResult
-    validates every row, coercing what it accepts as it always has.
-    """
-    plain = plain_attempts(raw_rows)
-    if plain is not None:
-        rows += plain
-        return True
-    try:
-        # The validator hands back Attempts in place of the records it validated.
-        rows += _ROWS.validate_python(raw_rows)  # type: ignore[arg-type]
-    except ValidationError:
-        return False
-    return True
-
-
 def _load_whole(path: Path, data: bytes) -> RunResults | None:
-    """A valid schema-2 file parsed whole and validated; None on any problem or another
-    shape, so that ``_read_checked`` reads it and names it."""
-    document = _parsed(data)
+    """A valid schema-2 file parsed and validated in one pass inside pydantic; None on
+    any problem or another shape, so that ``_read_checked`` reads it and names it."""
     try:
-        head = _HEAD.validate_python(document)
+        document = _DOCUMENT.validate_json(data)
     except ValidationError:
         return None
-    rows: list[Attempt] = []
-    if head["schema"] != RESULTS_SCHEMA or not _add_valid(rows, head["results"]):
+    if document["schema"] != RESULTS_SCHEMA:
         return None
-    return RunResults(path, head["run"], tuple(rows))
+    # The validator hands back Attempts in place of the records it validated.
+    rows: list[Attempt] = document["results"]  # type: ignore[assignment]
+    return RunResults(path, document["run"], tuple(rows))
 
 
 def _read_checked(path: Path) -> tuple[int | None, ResultsHead, list[Any]]:

@@ -6,16 +6,14 @@ A pydantic row costs about 3 KB and this compact one about 1 KB, so a 100,000-ro
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property, partial
-from itertools import chain
-from operator import attrgetter, itemgetter
+from functools import cached_property
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple, get_args, get_origin
+from typing import Any, NamedTuple, get_origin
 
-from agent_eval.records import RESULTS_SCHEMA, Checks, FailureClass
-from agent_eval.results.schema import AttemptResult, RunHead, describe_failure
+from agent_eval.records import RESULTS_SCHEMA, Checks
+from agent_eval.results.schema import AttemptResult, RunHead
 from agent_eval.trajectory import trajectory_excerpt, trajectory_path
 
 CHECK_FIELDS = tuple(Checks.model_fields)
@@ -140,156 +138,6 @@ def compact(row: AttemptResult) -> Attempt:
     values.append(None if passed else row.failure)
     # Attempt._make without its length check, which the guard above makes redundant.
     return tuple.__new__(Attempt, values)
-
-
-class _CheckValues(NamedTuple):
-    """Just enough of a Checks for ``describe_failure`` on a plain row (nothing cited
-    badly, no state checks)."""
-
-    missing: tuple[str, ...]
-    forbidden: tuple[str, ...]
-    regex_ok: bool
-    tool_ok: bool
-    within_steps: bool
-    within_tokens: bool
-    within_seconds: bool
-    within_cost: bool
-    citations_ok: bool
-    bad_citations: tuple[()]
-    state: tuple[()]
-
-
-class _FailedRow(NamedTuple):
-    """Just enough of an AttemptResult for ``describe_failure`` on a plain row."""
-
-    attempt: int
-    failure_class: str | None
-    error: str | None
-    stopped: str | None
-    steps: int
-    tokens: int
-    checks: _CheckValues
-
-
-_STR, _INT, _FLOAT, _BOOL, _LIST = (str,), (int,), (float,), (bool,), (list,)
-_OR_NONE = (type(None),)
-_PLAIN_ROW = (
-    ("id", _STR), ("category", _STR), ("attempt", _INT), ("answer", _STR),
-    ("steps", _INT), ("tokens", _INT), ("prompt_tokens", _INT + _OR_NONE),
-    ("completion_tokens", _INT + _OR_NONE), ("seconds", _FLOAT), ("stopped", _STR + _OR_NONE),
-    ("checks", (dict,)), ("trajectory_file", _STR + _OR_NONE), ("failure_class", _STR + _OR_NONE),
-    ("error", _STR + _OR_NONE), ("roles", (dict, type(None))), ("infra_retries", _INT),
-    ("changed_files", _LIST + _OR_NONE), ("citations", _OR_NONE), ("group", _STR + _OR_NONE),
-    ("traceback", _OR_NONE), ("copied_share", _FLOAT + _OR_NONE),
-    ("recording_file", _STR + _OR_NONE),
-)  # fmt: skip
-"""AttemptResult's fields in order, each with the exact types a plain row holds there."""
-_PLAIN_CHECKS = (
-    ("missing", _LIST), ("forbidden", _LIST), ("regex_ok", _BOOL), ("tool_ok", _BOOL),
-    ("within_steps", _BOOL), ("tools_used", _LIST), ("passed", _BOOL), ("within_tokens", _BOOL),
-    ("within_seconds", _BOOL), ("within_cost", _BOOL), ("citations_ok", _BOOL),
-    ("bad_citations", _LIST), ("state", _LIST),
-)  # fmt: skip
-"""Checks' fields in order, each with the exact types a plain row holds there."""
-_ROW_FIELDS = tuple(AttemptResult.model_fields)
-_FAILURE_CLASSES = frozenset(get_args(FailureClass)) | {None}
-_INTS = frozenset({int})
-
-if (
-    tuple(name for name, _ in _PLAIN_ROW) != _ROW_FIELDS
-    or tuple(name for name, _ in _PLAIN_CHECKS) != CHECK_FIELDS
-    or _CheckValues._fields != CHECK_FIELDS[:5] + CHECK_FIELDS[7:]
-):
-    raise RuntimeError(
-        "results.rows: _PLAIN_ROW, _PLAIN_CHECKS and _CheckValues must list AttemptResult's "
-        "and Checks' fields, in order"
-    )
-
-_ROLES_AT, _CLASS_AT = _ROW_FIELDS.index("roles"), _ROW_FIELDS.index("failure_class")
-_STRING_CHECKS = [CHECK_FIELDS.index(name) for name in ("missing", "forbidden", "tools_used")]
-_EMPTY_CHECKS = [CHECK_FIELDS.index(name) for name in ("bad_citations", "state")]
-_PASSED_AT = CHECK_FIELDS.index("passed")
-_FAILED_AT = [_ROW_FIELDS.index(name) for name in _FailedRow._fields[:-1]]
-_new_attempt = partial(tuple.__new__, Attempt)
-"""Attempt._make without its length check (the guards above make it redundant)."""
-
-
-def plain_attempts(raw_rows: list[Any]) -> list[Attempt] | None:
-    """Rows parsed from JSON as Attempts, without pydantic, when every one is plain; None
-    otherwise, and pydantic then validates them (coercing, or naming the problem).
-
-    Plain is what the runner writes: every field of AttemptResult and of its Checks, and
-    no other key, each value already of its field's exact type (an int where a float
-    belongs is not plain), nothing cited and no state checked. AttemptResult accepts such
-    a row unchanged, so each Attempt is the one ``compact`` would make of it. The rows are
-    checked and converted a field at a time, so that the work per row stays in C.
-    """
-    columns = _columns(raw_rows, _PLAIN_ROW)
-    checks = None if columns is None else _columns(columns[_CHECKS_AT], _PLAIN_CHECKS)
-    if columns is None or checks is None:
-        return None
-    if (
-        not set(columns[_CLASS_AT]) <= _FAILURE_CLASSES
-        or any(map(any, (checks[index] for index in _EMPTY_CHECKS)))
-        or not all(_strings(checks[index]) for index in _STRING_CHECKS)
-        or not _strings(value for value in columns[_CHANGED_AT] if value is not None)
-        or not _INTS.issuperset(
-            map(type, chain.from_iterable(r.values() for r in columns[_ROLES_AT] if r))
-        )
-    ):
-        return None
-    for index in _STRING_CHECKS:
-        checks[index] = _shared_tuples(checks[index])
-    for index in _EMPTY_CHECKS:
-        checks[index] = [()] * len(raw_rows)
-    columns[_CHANGED_AT] = [
-        None if files is None else _share(tuple(files)) for files in columns[_CHANGED_AT]
-    ]
-    columns[_CHECKS_AT] = _shared_tuples(zip(*checks, strict=True))
-    passed = checks[_PASSED_AT]
-    failures = [
-        None if ok else describe_failure(_failed_row(columns, index))
-        for index, ok in enumerate(passed)
-    ]
-    return list(map(_new_attempt, zip(*columns, passed, failures, strict=True)))
-
-
-def _columns(
-    records: list[Any], spec: tuple[tuple[str, tuple[type, ...]], ...]
-) -> list[list[Any]] | None:
-    """Each field's values over the records, in ``spec``'s order, when every record is an
-    object with exactly those keys and every value is of its field's exact type."""
-    if not set(map(type, records)) <= {dict} or not set(map(len, records)) <= {len(spec)}:
-        return None
-    try:
-        columns = [list(map(itemgetter(name), records)) for name, _ in spec]
-    except KeyError:
-        return None
-    kinds_ok = (
-        set(map(type, col)) <= set(kinds) for col, (_, kinds) in zip(columns, spec, strict=True)
-    )
-    return columns if all(kinds_ok) else None
-
-
-def _strings(lists: Iterable[list[Any]]) -> bool:
-    """Whether every item of every list is a str."""
-    return set(map(type, chain.from_iterable(lists))) <= {str}
-
-
-def _shared_tuples(values: Iterable[Iterable[Any]]) -> list[tuple[Any, ...]]:
-    """Each value as a tuple, equal tuples one object (see ``_share``)."""
-    tuples = list(map(tuple, values))
-    return list(map(shared.setdefault, tuples, tuples))
-
-
-def _failed_row(columns: list[list[Any]], index: int) -> _FailedRow:
-    checks = columns[_CHECKS_AT][index]
-    attempt, failure_class, error, stopped, steps, tokens = (
-        columns[at][index] for at in _FAILED_AT
-    )
-    # Checks' values without tools_used and passed (the order is checked above).
-    outcomes = _CheckValues(*checks[:5], *checks[7:])
-    return _FailedRow(attempt, failure_class, error, stopped, steps, tokens, outcomes)
 
 
 _ATTEMPT = attrgetter("attempt")

@@ -7,12 +7,11 @@ script written for its files reads ours; agent-eval's own keys follow them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.records import BadCitation, Checks, Citation, FailureClass, StateOutcome
+from agent_eval.records import Checks, Citation, FailureClass
 
 COURSE_TASK_KEYS = ("id", "category", "attempts", "successes", "success_rate", "steps_min",
                     "steps_max", "tokens_min", "tokens_max", "first_failure")  # fmt: skip
@@ -101,54 +100,7 @@ class AttemptResult(Record):
         return None if self.checks.passed else describe_failure(self)
 
 
-class CheckOutcomes(Protocol):
-    """What ``describe_failure`` reads of a row's checks: a Checks, or a plain row's."""
-
-    @property
-    def missing(self) -> Sequence[str]: ...
-    @property
-    def forbidden(self) -> Sequence[str]: ...
-    @property
-    def regex_ok(self) -> bool: ...
-    @property
-    def tool_ok(self) -> bool: ...
-    @property
-    def within_steps(self) -> bool: ...
-    @property
-    def within_tokens(self) -> bool: ...
-    @property
-    def within_seconds(self) -> bool: ...
-    @property
-    def within_cost(self) -> bool: ...
-    @property
-    def citations_ok(self) -> bool: ...
-    @property
-    def bad_citations(self) -> Sequence[BadCitation]: ...
-    @property
-    def state(self) -> Sequence[StateOutcome]: ...
-
-
-class FailedAttempt(Protocol):
-    """What ``describe_failure`` reads of a row: an AttemptResult, or a plain row's values
-    (results.rows.plain_attempt)."""
-
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def failure_class(self) -> str | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def stopped(self) -> str | None: ...
-    @property
-    def steps(self) -> int: ...
-    @property
-    def tokens(self) -> int: ...
-    @property
-    def checks(self) -> CheckOutcomes: ...
-
-
-def describe_failure(row: FailedAttempt, numbered: bool = True) -> str:
+def describe_failure(row: AttemptResult, numbered: bool = True) -> str:
     """A short reason an attempt failed, for people reading the per-task view; it starts
     with the attempt (``r2: ``) unless ``numbered`` is false. The failure class is not
     part of it: every view that shows the reason shows the class beside it."""
