@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from agent_eval.run.executors.pool import Dispatch
 from agent_eval.run.executors.sandboxed import resolve
 from agent_eval.run.executors.worker import Outcome, Worker
+from agent_eval.run.workspace import scratch_root
 from agent_eval.sandbox import pids
 from agent_eval.sandbox.bwrap import unavailable
 
@@ -24,6 +27,11 @@ needs_sandbox = pytest.mark.skipif(
     WHY_NOT is not None and not os.environ.get("CI"),
     reason=f"the sandbox cannot start here: {WHY_NOT}",
 )
+needs_private_folder = pytest.mark.skipif(
+    scratch_root() is None and not os.environ.get("CI"),
+    reason="no writable /dev/shm: the run's scratch is in /tmp and the workspace is not capped",
+)
+AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 
 FORKING_AGENT = """
 import json, os, time
@@ -123,6 +131,7 @@ def run_task(task, options):
 
 
 @needs_sandbox
+@needs_private_folder
 @pytest.mark.parametrize("isolation", ["attempt", "worker"])
 def test_an_attempt_fills_its_workspace_only_to_the_cap(
     tmp_path: Path,
@@ -212,3 +221,29 @@ def test_an_attempt_past_its_time_is_stopped_inside_its_sandbox(
     assert second.passed, second
     builds = (tmp_path / "traj" / "builds.log").read_text(encoding="utf-8").splitlines()
     assert len(builds) == 1, builds
+
+
+@needs_sandbox
+@needs_private_folder
+def test_the_cap_as_a_newcomer_gives_it_on_the_command_line(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """`agent-eval run --max-workspace-mb 8`: the run ends normally, the agent met the
+    cap, and the results say which cap applied; 0 is refused in one line that names the
+    flag, before anything runs."""
+    suite = write_suite([{"id": "t1", "category": "c", "task": "fill", "expect_in_answer": ["x"]}])
+    agent = write_agent(FILLING_AGENT)
+    base = [str(AGENT_EVAL), "run", "--agent", str(agent), "--tasks", str(suite),
+            "--sandbox", "on", "--out", "r.json"]  # fmt: skip
+    done = subprocess.run([*base, "--max-workspace-mb", "8"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 2, done.stderr  # scored: the answer check fails, nothing crashed
+    written = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert written["run"]["sandbox"]["max_workspace_mb"] == 8
+    (row,) = written["results"]
+    assert json.loads(row["answer"])["workspace"]["error"] == "No space left on device"
+    refused = subprocess.run([*base, "--max-workspace-mb", "0", "--overwrite"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert refused.returncode == 1  # bad input, as for every flag
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "--max-workspace-mb" in errors[0], refused.stderr
