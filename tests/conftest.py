@@ -111,10 +111,10 @@ def alive() -> Callable[[int], bool]:
 
 @pytest.fixture
 def gone_soon() -> Callable[[int], bool]:
-    """Waits up to 5 s for a process to end; False when it is still there."""
+    """Waits up to 10 s for a process to end; False when it is still there."""
 
     def wait(pid: int) -> bool:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 10
         while _alive(pid):
             if time.monotonic() > deadline:
                 return False

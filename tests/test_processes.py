@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_eval.processes import kill_group, run_in_group
 
 ENV = {"PATH": "/usr/bin:/bin"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _gone_soon(pid: int) -> bool:
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _alive(pid)
 
 
 def _background(tmp_path: Path) -> list[str]:
@@ -40,14 +25,16 @@ def _background(tmp_path: Path) -> list[str]:
     return [sys.executable, "-c", script]
 
 
-def test_a_finished_command_leaves_nothing_running(tmp_path: Path) -> None:
+def test_a_finished_command_leaves_nothing_running(
+    tmp_path: Path, gone_soon: Callable[[int], bool]
+) -> None:
     with tempfile.TemporaryFile() as output:
         code = run_in_group(_background(tmp_path), cwd=tmp_path, env=ENV, timeout=30,
                             output=output)  # fmt: skip
         output.seek(0)
         assert output.read() == b"started\n"
     assert code == 3
-    assert _gone_soon(int((tmp_path / "pid").read_text()))
+    assert gone_soon(int((tmp_path / "pid").read_text()))
 
 
 def test_past_its_timeout_a_command_is_stopped_and_none_is_its_code(tmp_path: Path) -> None:
