@@ -6,11 +6,11 @@ hidden, an allow-listed environment, a PID namespace that dies with its first pr
 and a network namespace in which only the model endpoint answers, through our relay.
 This package knows nothing of agents or runs: it builds sandboxes and relays bytes.
 
-Its modules: ``bwrap`` builds and probes sandboxes, ``relay`` carries the model endpoint
-into them, ``inside`` is a sandbox's first program when it does, ``pids`` bounds a
-sandbox's processes for root too, and ``reaper`` ends every process below one (used
-with and without a sandbox). The package itself imports nothing, so a worker that
-needs only the reaper loads only the reaper.
+Its modules: ``bwrap`` builds and probes sandboxes, ``slot`` confines one slot of a
+sandbox that several share, ``relay`` carries the model endpoint into them and
+``inside`` is its end in a slot, ``pids`` bounds a slot's processes for root too, and
+``reaper`` ends every process below one (used with and without a sandbox). The
+package itself imports nothing, so a worker that needs only the reaper loads only it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from agent_eval.lazy import lazy_getattr
 
 # The face's names that live in its modules, imported on first use (__getattr__).
 if TYPE_CHECKING:
-    from agent_eval.sandbox import pids, reaper
+    from agent_eval.sandbox import pids, reaper, slot
     from agent_eval.sandbox.bwrap import (
         Sandbox,
         bwrap_binary,
@@ -31,12 +31,14 @@ if TYPE_CHECKING:
     )
     from agent_eval.sandbox.reaper import become_subreaper, children, end_strays
     from agent_eval.sandbox.relay import Endpoint, ModelRelay
+    from agent_eval.sandbox.slot import Slot
 
 
 __all__ = [
     "Endpoint",
     "ModelRelay",
     "Sandbox",
+    "Slot",
     "become_subreaper",
     "bwrap_binary",
     "can_be_private",
@@ -44,6 +46,7 @@ __all__ = [
     "end_strays",
     "pids",
     "reaper",
+    "slot",
     "unavailable",
     "user_tasks",
 ]
@@ -53,6 +56,7 @@ _LAZY = {
     "Endpoint": "agent_eval.sandbox.relay:Endpoint",
     "ModelRelay": "agent_eval.sandbox.relay:ModelRelay",
     "Sandbox": "agent_eval.sandbox.bwrap:Sandbox",
+    "Slot": "agent_eval.sandbox.slot:Slot",
     "become_subreaper": "agent_eval.sandbox.reaper:become_subreaper",
     "bwrap_binary": "agent_eval.sandbox.bwrap:bwrap_binary",
     "can_be_private": "agent_eval.sandbox.bwrap:can_be_private",
@@ -60,6 +64,7 @@ _LAZY = {
     "end_strays": "agent_eval.sandbox.reaper:end_strays",
     "pids": "agent_eval.sandbox.pids",
     "reaper": "agent_eval.sandbox.reaper",
+    "slot": "agent_eval.sandbox.slot",
     "unavailable": "agent_eval.sandbox.bwrap:unavailable",
     "user_tasks": "agent_eval.sandbox.bwrap:user_tasks",
 }

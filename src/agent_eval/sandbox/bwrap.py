@@ -139,8 +139,10 @@ class Sandbox:
     file_mb: int = 1024
     """RLIMIT_FSIZE inside: the largest file a sandboxed process may write."""
     workspace_mb: int = 1024
-    """The size of a slot's private folder (argv's ``private``): its attempts' workspaces,
-    /tmp and HOME together. A write past it fails with ENOSPC."""
+    """The size of a slot's private folder (agent_eval.sandbox.slot): its attempts'
+    workspaces, /tmp and HOME together. A write past it fails with ENOSPC."""
+    shm_mb: int = SHM_MB
+    """The size of /dev/shm: the sandbox's own, and each slot's."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
     def argv(
@@ -150,7 +152,7 @@ class Sandbox:
         writable: Sequence[str | tuple[str, str]] = (),
         readonly: Sequence[tuple[str, str]] = (),
         tmp: str | None = None,
-        private: str | None = None,
+        slots: Sequence[str] = (),
         cwd: str,
         network: str | None = None,
         hosts_file: str | None = None,
@@ -159,12 +161,13 @@ class Sandbox:
 
         ``writable`` folders are bound read-write at their own paths (or pairs, source
         and destination), ``readonly`` pairs read-only over whatever is there. /tmp is
-        either ``tmp``, bound, or the ``tmp`` folder of ``private``: a folder that exists
-        only inside, in RAM of at most ``workspace_mb``, with ``tmp`` and ``home`` in it.
+        either ``tmp``, bound, or, for a sandbox of ``slots``, an empty folder: each
+        slot's process makes its own folder, /tmp and /dev/shm (agent_eval.sandbox.slot),
+        and the slots' folders here are only where it mounts them.
         """
         net = network or self.network
         args = [self.binary, *_namespaces(net), "--die-with-parent", "--new-session"]
-        args += _writable_places(tmp, private, self.workspace_mb)
+        args += _writable_places(tmp, slots)
         args += _system_view(self.keep)
         seen, needed = _visible_roots(self.keep), _needed(self.keep)
         hidden: list[str] = []
@@ -177,8 +180,8 @@ class Sandbox:
             args += ["--ro-bind", source, destination]
         if hosts_file is not None:
             args += ["--ro-bind", hosts_file, "/etc/hosts"]
-        # last, once every mount point in them is made: nothing but the binds above,
-        # the private folder and /dev/shm is writable, not even the sandbox's own root
+        # last, once every mount point in them is made: nothing but the binds above
+        # and /dev/shm is writable, not even the sandbox's own root
         args += ["--remount-ro", "/dev", "--remount-ro", "/"]
         args += ["--chdir", cwd, "--", *command]
         return args
@@ -234,26 +237,24 @@ def _within(path: str, folder: str) -> bool:
 
 
 def can_be_private(folder: str) -> bool:
-    """Whether ``folder`` can be a sandbox's private folder: not in /tmp, which is then
-    a link into it."""
+    """Whether ``folder`` can be a slot's private folder: not in /tmp, which each slot
+    replaces with a folder of its own."""
     return not _within(os.path.realpath(folder), "/tmp")
 
 
-def _writable_places(tmp: str | None, private: str | None, size_mb: int) -> list[str]:
-    """A fresh /dev with a /dev/shm of its own, and /tmp: ``tmp`` bound, or the ``tmp``
-    of the ``private`` folder, made in RAM of ``size_mb`` with /tmp and HOME in it.
-    /tmp then links to it, relatively, so that bubblewrap makes the mount points of
-    what lies in /tmp (a module agent's folder) there too."""
+def _writable_places(tmp: str | None, slots: Sequence[str]) -> list[str]:
+    """A fresh /dev with a /dev/shm of its own, and /tmp: ``tmp`` bound, or for
+    ``slots`` an empty folder, with a mount point for each slot's folder."""
     args = ["--dev", "/dev", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
-    if private is None:
+    if not slots:
         if tmp is None:
-            raise ValueError("a sandbox needs its tmp or its private folder")
+            raise ValueError("a sandbox needs its tmp or its slots")
         return [*args, "--bind", tmp, "/tmp"]
-    if not can_be_private(private):
-        raise ValueError(f"a sandbox's private folder cannot be in /tmp: {private}")
-    return [*args, "--size", str(size_mb << 20), "--tmpfs", private,
-            "--dir", f"{private}/tmp", "--dir", f"{private}/home",
-            "--symlink", os.path.relpath(f"{private}/tmp", "/"), "/tmp"]  # fmt: skip
+    for folder in slots:
+        if not can_be_private(folder):
+            raise ValueError(f"a sandbox's slot folder cannot be in /tmp: {folder}")
+        args += ["--dir", folder]
+    return [*args, "--dir", "/tmp"]
 
 
 def _system_view(keep: Sequence[str]) -> list[str]:

@@ -1,45 +1,37 @@
-"""A sandbox's first program when the model endpoint is relayed: listen, then run.
+"""The model relay's inside end: listen on a slot's loopback, relay to the unix socket.
 
-`python -m agent_eval.sandbox.inside SOCKET PORT -- COMMAND...` listens on 127.0.0.1:PORT
-in the sandbox's network namespace, runs COMMAND as its child, relays every connection
-to the unix SOCKET (the relay outside), and exits with COMMAND's status. It listens
-before COMMAND starts, so the first model call never finds the port closed. It is the
-parent, not a child, of COMMAND, which then has no process of ours among its children.
+A slot with a network namespace of its own (agent_eval.sandbox.slot) listens on
+127.0.0.1:PORT, and ::1 where there is IPv6, before any agent code runs, so the first
+model call never finds the port closed; every connection is relayed to the unix socket
+that the relay outside (agent_eval.sandbox.relay) accepts on.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
-import sys
 import threading
 
 from agent_eval.sandbox.relay import pipe
 
 
-def main(argv: list[str]) -> int:
-    socket_path, port, separator, *command = argv
-    if separator != "--" or not command:
-        print("usage: inside SOCKET PORT -- COMMAND...", file=sys.stderr)
-        return 2
-    listeners = [_listen(socket.AF_INET, "127.0.0.1", int(port))]
+def listen(port: int) -> list[socket.socket]:
+    """The listening sockets on ``port`` of this network namespace's loopback."""
+    listeners = [_listen(socket.AF_INET, "127.0.0.1", port)]
     if socket.has_ipv6:
         with contextlib.suppress(OSError):  # no IPv6 loopback in this namespace
-            listeners.append(_listen(socket.AF_INET6, "::1", int(port)))
-    child = os.fork()
-    if child == 0:
-        for listener in listeners:
-            listener.close()
-        try:
-            os.execvp(command[0], command)
-        finally:
-            os._exit(127)
-    for listener in listeners:
-        threading.Thread(target=_serve, args=(listener, socket_path), daemon=True).start()
-    _, status = os.waitpid(child, 0)
-    code = os.waitstatus_to_exitcode(status)
-    return 128 - code if code < 0 else code
+            listeners.append(_listen(socket.AF_INET6, "::1", port))
+    return listeners
+
+
+def serve_forever(listeners: list[socket.socket], socket_path: str) -> None:
+    """Relay every connection to ``socket_path``; never returns."""
+    threads = [threading.Thread(target=_serve, args=(listener, socket_path), daemon=True)
+               for listener in listeners]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _listen(family: socket.AddressFamily, host: str, port: int) -> socket.socket:
@@ -65,8 +57,3 @@ def _relay(client: socket.socket, socket_path: str) -> None:
         upstream.close()
         return
     pipe(client, upstream)
-
-
-if __name__ == "__main__":
-    sys.stdout.flush()
-    os._exit(main(sys.argv[1:]))

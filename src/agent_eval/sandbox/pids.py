@@ -53,8 +53,8 @@ def unavailable() -> str | None:
 
 
 class ProcessCap:
-    """A pids cgroup for one sandbox: its command starts inside it, and it is removed
-    once the sandbox has ended."""
+    """A pids cgroup for one slot: its worker joins it before running agent code, and
+    it is removed once the run is over."""
 
     def __init__(self, name: str, limit: int) -> None:
         root = controller()
@@ -65,11 +65,9 @@ class ProcessCap:
         self.folder.mkdir(exist_ok=True)
         (self.folder / "pids.max").write_text(str(limit), "ascii")
 
-    def command(self, argv: list[str]) -> list[str]:
-        """``argv`` started in the cgroup: a shell joins it, then execs ``argv``, so
-        nothing ``argv`` starts is ever outside it."""
-        join = 'echo $$ > "$1" && shift && exec "$@"'
-        return ["/bin/sh", "-c", join, "sh", str(self.folder / "cgroup.procs"), *argv]
+    def join(self, pid: int) -> None:
+        """Move process ``pid`` into the cgroup: whatever it starts from then on is in it."""
+        (self.folder / "cgroup.procs").write_text(str(pid), "ascii")
 
     def events(self) -> int:
         """How many forks the limit has refused (0 where the kernel does not say)."""

@@ -1,9 +1,9 @@
 """The sandbox's one way out: bytes relayed to the model endpoint and nowhere else.
 
 Outside, :class:`ModelRelay` accepts on a unix socket bound into the sandboxes and
-connects each connection to the endpoint's host and port. Inside, the sandbox's first
-program (`python -m agent_eval.sandbox.inside`) listens on a loopback port of the
-sandbox's own network namespace and relays each connection to that socket. The relay
+connects each connection to the endpoint's host and port. Inside, each slot's relay
+(agent_eval.sandbox.inside) listens on a loopback port of the slot's own network
+namespace and relays each connection to that socket. The relay
 carries bytes, not HTTP, so TLS to a named endpoint works end to end; whatever the run
 puts at base_url (a server, a recording proxy) is what answers.
 """

@@ -66,12 +66,15 @@ TAKEN, REPLIED = b"t", b"r"
 """What a copy tells the worker: it has its attempt (make the next copy), it answered."""
 
 
-def main(fd: int) -> None:
-    """Worker process entry: read the agent spec from the parent, then serve attempts."""
+def main(fd: int, helpers: tuple[int, ...] = ()) -> None:
+    """Worker process entry: read the agent spec from the parent, then serve attempts.
+    ``helpers`` are children of this process that are the harness's own (a sandbox
+    slot's model relay): they outlive every attempt, and a copy need not have them."""
     become_subreaper()
     conn = Connection(fd)
-    spec, options, memory_mb, isolation, reply_keys, limits = conn.recv()
-    _serve(conn, spec, options, isolation, AttemptSetup(reply_keys, memory_mb, *limits))
+    spec, options, memory_mb, isolation, reply_keys, (processes, file_mb) = conn.recv()
+    setup = AttemptSetup(reply_keys, memory_mb, processes, file_mb, frozenset(helpers))
+    _serve(conn, spec, options, isolation, setup)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class AttemptSetup:
     """RLIMIT_NPROC of an attempt (None: unchanged)."""
     file_mb: int | None = None
     """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
+    helpers: frozenset[int] = frozenset()
+    """The harness's own children of the worker (main's ``helpers``)."""
 
     def apply(self) -> None:
         """Set the per-attempt limits in this process, which the attempt runs in."""
@@ -113,7 +118,7 @@ def _serve(
     except Exception as exc:
         conn.send(("failed", f"agent {spec}: build() failed: {exc!r}"))
         return
-    hazard = fork_hazard() if isolation == "attempt" else None
+    hazard = fork_hazard(setup.helpers) if isolation == "attempt" else None
     conn.send(("ready", agent.scaffold, hazard))
     try:
         if isolation == "attempt" and hazard is None:
@@ -185,7 +190,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                 if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
                     code = copy.end()  # and with it anything the attempt left running
-                    end_strays({other.pid for other in copies.values()})
+                    end_strays({other.pid for other in copies.values()} | setup.helpers)
                     conn.send(("ended", copy.pid, code))  # the parent scores once it hears
                 if taken:  # after "ended": the next spare's fork is not the parent's wait
                     make_ready()
@@ -319,9 +324,9 @@ class _PlainPickler(pickle.Pickler):
         raise _NotPlain
 
 
-def fork_hazard() -> str | None:
+def fork_hazard(helpers: frozenset[int] = frozenset()) -> str | None:
     """What a fork of this process would not copy: "2 thread(s)", "1 child process(es)";
-    None when there is nothing."""
+    None when there is nothing (the ``helpers`` children aside)."""
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:  # no /proc: Python's own threads are all that can be seen
@@ -333,7 +338,7 @@ def fork_hazard() -> str | None:
         return f"{len(tasks) - 1} thread(s)"
     try:
         with open(f"/proc/self/task/{tasks[0]}/children", encoding="ascii") as handle:
-            children = handle.read().split()
+            children = [pid for pid in handle.read().split() if int(pid) not in helpers]
     except OSError:
         children = []
     return f"{len(children)} child process(es)" if children else None
@@ -348,49 +353,7 @@ def exit_reason(code: int | None) -> str:
     return f"agent process exited with code {code} (sys.exit or os._exit in the agent?)"
 
 
-PRIVATE_FLAG = "--private"
-"""Names the folder that exists only in this sandbox (run/executors/sandboxed.py)."""
-
-
-def send_private(fd: int, folder: str) -> None:
-    """Send the parent a descriptor of ``folder``, the slot's private folder, which only
-    this sandbox can see: through it the parent makes and scores the workspaces there,
-    even after the sandbox has ended."""
-    handle = os.open(folder, os.O_PATH | os.O_DIRECTORY)
-    with socket.socket(fileno=os.dup(fd)) as channel:
-        reduction.sendfds(channel, [handle])
-    os.close(handle)
-
-
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # an agent may have replaced or closed it
             stream.flush()
-
-
-def _sandboxed(fd: int, preload: list[str]) -> None:
-    """Entry of a worker exec'd in a sandbox, where no zygote can fork it: hand the
-    parent the slot's private folder when there is one, import what a zygote would have,
-    then serve."""
-    import importlib
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if preload[:1] == [PRIVATE_FLAG]:
-        send_private(fd, preload[1])
-        preload = preload[2:]
-    for module in preload:
-        with contextlib.suppress(Exception):  # a preload is only an optimisation
-            importlib.import_module(module)
-    main(fd)
-
-
-if __name__ == "__main__":
-    code = 0
-    try:
-        _sandboxed(int(sys.argv[1]), sys.argv[2:])
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    finally:
-        _flush()
-    os._exit(code)

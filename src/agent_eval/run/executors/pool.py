@@ -159,15 +159,14 @@ def start_workers(
     scratch: Path,
     redact: Redactor | None = None,
 ) -> Zygote | SandboxedWorkers:
-    """What starts the workers: a sandbox per worker, or the zygote that forks them.
+    """What starts the workers: the zygote that forks them, in a sandbox or not.
 
     With one slot, a worker imports only what its agent does, sandboxed or not (the
     zygote forks it before its imports): a preloaded worker is larger, so each copy it
     forks for an attempt costs more to make and to end."""
     preload = preload_for(spec)
     if sandbox is not None:
-        preload = preload if slots > 1 else []
-        return SandboxedWorkers(sandbox, preload, scratch, options.get("base_url"), redact)
+        return SandboxedWorkers(sandbox, preload, scratch, options.get("base_url"), redact, slots)
     return Zygote(preload, preload_first=slots > 1, redact=redact)
 
 

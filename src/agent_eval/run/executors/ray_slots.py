@@ -1,7 +1,7 @@
 """A slot group: the local executor's worker-process machinery, inside a Ray actor.
 
-One group runs on one node. It forks its worker processes from its own zygote (or, with
-the run's sandbox, starts each in a sandbox of its own on the node), so each
+One group runs on one node. It forks its worker processes from its own zygote (with the
+run's sandbox, a zygote in the group's sandbox on the node), so each
 attempt keeps the isolation, time budget and memory limit it has on one machine: the
 budget is enforced here, on the node, even when the agent never returns. Each slot is
 one worker, whose build() runs once. The group returns scored tries to the driver and

@@ -1,19 +1,19 @@
-"""Worker processes in sandboxes: one bubblewrap sandbox per slot, attempts forked inside.
+"""Worker processes in sandboxes: the slots share one bubblewrap sandbox, attempts forked inside.
 
-A zygote cannot fork into a namespace, so each slot's worker is a fresh interpreter
-exec'd inside its own sandbox; it imports what the zygote would have and then forks a
-copy per attempt as usual, so the sandbox's start (a few milliseconds, and the worker's
-imports) is paid once per slot, not once per attempt. The slot's folder is its only
-writable place: its attempts' workspaces, and its private /tmp and HOME, all emptied
-before each attempt. It exists only inside the sandbox, in RAM of at most
-``Sandbox.workspace_mb``: the worker sends a descriptor of it out, and the slot's path
-here becomes a link to that descriptor, through which the parent makes and scores the
-workspaces. The descriptor keeps the folder after the sandbox ends (a worker killed mid
-attempt), until the slot's next sandbox starts. With ``--sandbox-network model`` the
-model endpoint is reached through a relay (agent_eval.sandbox.relay) and
-options["base_url"] names its inside end.
-Each sandbox starts in a pids cgroup of its own where one can be made
-(agent_eval.sandbox.pids), and what it prints passes through the run's redactor.
+The sandbox runs a zygote (run/executors/zygote.py) that imports the harness once and
+forks each slot's worker, which confines itself to its slot before any agent code runs
+(agent_eval.sandbox.slot): its own folder, in RAM of at most ``Sandbox.workspace_mb``
+(its attempts' workspaces, /tmp and HOME, all emptied before each attempt), its own
+/dev/shm and loopback, and a Landlock domain that keeps it from the other slots'
+processes. The worker sends a descriptor of its folder out, and the slot's path here
+becomes a link to that descriptor, through which the parent makes and scores the
+workspaces. The descriptor keeps the folder after the worker ends (killed mid attempt),
+until the slot's next worker starts. Where the kernel's Landlock cannot keep slots
+apart (before Linux 6.12), each slot has a sandbox of its own instead.
+With ``--sandbox-network model`` the model endpoint is reached through a relay
+(agent_eval.sandbox.relay) and options["base_url"] names its inside end. Each slot's
+processes are in a pids cgroup of its own where one can be made (agent_eval.sandbox.pids),
+and what the sandbox prints passes through the run's redactor.
 """
 
 from __future__ import annotations
@@ -22,21 +22,16 @@ import contextlib
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import threading
-from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from agent_eval.errors import ConfigError
-from agent_eval.processes import kill_group
-from agent_eval.redaction import Redactor, copy_redacted, write_all
+from agent_eval.errors import AgentLoadError, ConfigError
+from agent_eval.redaction import Redactor
 from agent_eval.results import SandboxUsed
-from agent_eval.run.executors.agent_host import PRIVATE_FLAG
-from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS
-from agent_eval.run.workspace import SLOT_LOGS, scratch_parent, slot_logs
+from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS, Zygote
+from agent_eval.run.workspace import scratch_parent, slot_folder, slot_logs
 from agent_eval.sandbox import (
     Endpoint,
     ModelRelay,
@@ -44,6 +39,7 @@ from agent_eval.sandbox import (
     bwrap_binary,
     can_be_private,
     pids,
+    slot,
     unavailable,
 )
 
@@ -60,7 +56,7 @@ def inside_options(options: dict[str, Any], sandbox: Sandbox) -> dict[str, Any]:
 
 
 class SandboxedWorkers:
-    """Starts each worker in a sandbox of its own; the Worker's starter, as a Zygote is."""
+    """Starts each slot's worker in the sandbox; the Worker's starter, as a Zygote is."""
 
     def __init__(
         self,
@@ -69,21 +65,27 @@ class SandboxedWorkers:
         scratch: Path,
         base_url: str | None,
         redact: Redactor | None = None,
+        slots: int = 1,
     ) -> None:
-        """With a ``redact`` that knows secrets, what the workers print (the agent's
-        prints, tracebacks, bubblewrap's own words) passes through it on its way to
-        stderr, as a zygote's workers' does."""
+        """``slots`` folders are made in ``scratch`` (workspace.slot_folder). With a
+        ``redact`` that knows secrets, what the workers print (the agent's prints,
+        tracebacks, bubblewrap's own words) passes through it on its way to stderr."""
         self._sandbox, self._preload, self._scratch = sandbox, preload, scratch
-        self._redact = redact if redact else None
-        self._processes: dict[int, subprocess.Popen[bytes]] = {}
-        self._pumps: dict[int, threading.Thread] = {}
+        self._redact = redact
+        self._folders = [slot_folder(scratch, n) for n in range(max(1, slots))]
+        self._shared = len(self._folders) > 1 and slot.scopes_slots()
+        self._zygotes: dict[Path, Zygote] = {}
+        """The zygote that forks each slot's workers: one for all, or one per slot."""
+        self._inner: dict[int, tuple[Zygote, int]] = {}
+        """Each worker's zygote and its pid there, by its pid here."""
         self._private: dict[Path, int] = {}
-        """The descriptor of each slot's private folder, from its latest sandbox."""
-        self._caps: dict[int, pids.ProcessCap] = {}
-        """Each sandbox's pids cgroup, where one can be made: the bound on its processes
+        """The descriptor of each slot's private folder, from its latest worker."""
+        self._caps: dict[Path, pids.ProcessCap | None] = {}
+        """Each slot's pids cgroup, where one can be made: the bound on its processes
         that holds for root, whom RLIMIT_NPROC does not bind."""
         pids.remove_stale()
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._relay: ModelRelay | None = None
         self._endpoint = Endpoint.parse(base_url or "") if sandbox.network == "model" else None
         self._hosts: str | None = None
@@ -96,69 +98,72 @@ class SandboxedWorkers:
                 self._hosts = str(hosts)
 
     def fork(self, folder: Path | None = None) -> tuple[int, Connection]:
-        """Start a worker in a new sandbox bound to the slot's ``folder``."""
-        if folder is None:
-            raise ValueError("a sandboxed worker needs its slot's folder")
+        """Start a worker for the slot of ``folder``: forked in the sandbox, confined to
+        the slot, its folder's descriptor and pid received here."""
+        if folder is None or folder not in self._folders:
+            raise ValueError(f"a sandboxed worker needs one of its slots' folders, not {folder}")
+        zygote = self._zygote(folder)
         mine, theirs = socket.socketpair()
-        fd = theirs.fileno()
-        private = can_be_private(str(folder))
-        host = [sys.executable, "-m", "agent_eval.run.executors.agent_host", str(fd)]
-        command = [*host, *([PRIVATE_FLAG, str(folder)] if private else []), *self._preload]
-        readonly: list[tuple[str, str]] = []
-        if self._relay is not None and self._endpoint is not None:
-            command = [sys.executable, "-m", "agent_eval.sandbox.inside", INSIDE_SOCKET,
-                       str(self._endpoint.inside_port), "--", *command]  # fmt: skip
-            readonly.append((self._relay.path, INSIDE_SOCKET))
-        logs = (str(slot_logs(folder)), str(folder / SLOT_LOGS))
-        cwd = os.getcwd()
-        argv = self._sandbox.argv(
-            command,
-            writable=[logs] if private else [str(folder), logs],
-            readonly=readonly,
-            private=str(folder) if private else None,
-            tmp=None if private else str(folder / "tmp"),
-            cwd=cwd if self._sees(cwd) else str(folder),
-            hosts_file=self._hosts,
-        )
-        env = {**self._sandbox.environment(str(folder / "home")), **NO_BACKGROUND_THREADS}
-        cap = self._cap(folder)
-        process = subprocess.Popen(
-            argv if cap is None else cap.command(argv),
-            pass_fds=(fd,),
-            stdin=subprocess.DEVNULL,
-            # a worker's prints go to stderr, never into the console layout
-            stdout=subprocess.PIPE if self._redact else 2,
-            stderr=subprocess.STDOUT if self._redact else None,
-            start_new_session=True,  # Ctrl-C is the parent's; one killpg ends the sandbox
-            env=env,
-        )
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before the worker sends
+        inner = zygote.start_worker(theirs, self._slot(folder))
         theirs.close()
-        with self._lock:
-            self._processes[process.pid] = process
-            if cap is not None:
-                self._caps[process.pid] = cap
-            if self._redact is not None and process.stdout is not None:
-                pump = threading.Thread(
-                    target=copy_redacted,
-                    args=(process.stdout, self._redact.stream(write_all(2))),
-                    name=f"sandbox-output-{process.pid}",
-                    daemon=True,
-                )
-                pump.start()
-                self._pumps[process.pid] = pump
-        conn = Connection(mine.detach())
-        if private:
-            self._receive_private(folder, conn)
-        return process.pid, conn
-
-    def _receive_private(self, folder: Path, conn: Connection) -> None:
-        """Make ``folder`` here a link to the new sandbox's private folder, and let the
-        last sandbox's go. A sandbox that ended before sending one says why when the
-        worker's start reads from ``conn``."""
         try:
-            handle = reduction.recv_handle(conn)
-        except (EOFError, OSError):
-            return
+            handle, pid = slot.receive_folder(mine)
+        except (EOFError, OSError) as exc:  # it printed why, through the redactor
+            mine.close()
+            code = zygote.reap(inner)
+            raise AgentLoadError(f"the sandbox could not start the worker of {folder.name} "
+                                 f"(exit code {code}): {exc}") from exc  # fmt: skip
+        self._link(folder, handle)
+        self._join_cap(folder, pid)
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
+        with self._lock:
+            self._inner[pid] = (zygote, inner)
+        return pid, Connection(mine.detach())
+
+    def _zygote(self, folder: Path) -> Zygote:
+        """The zygote that forks this slot's workers, its sandbox started on first use."""
+        key = self._folders[0] if self._shared else folder
+        with self._starting:  # one sandbox per key, though slots start side by side
+            zygote = self._zygotes.get(key)
+            if zygote is None:
+                served = self._folders if self._shared else [folder]
+                env = {**self._sandbox.environment(str(folder / "home")), **NO_BACKGROUND_THREADS}
+                zygote = Zygote(self._preload, preload_first=len(served) > 1,
+                                redact=self._redact, env=env,
+                                sandbox=lambda command: self._argv(command, served))  # fmt: skip
+                self._zygotes[key] = zygote
+        return zygote
+
+    def _argv(self, command: list[str], folders: list[Path]) -> list[str]:
+        readonly: list[tuple[str, str]] = []
+        if self._relay is not None:
+            readonly.append((self._relay.path, INSIDE_SOCKET))
+        logs = [(str(slot_logs(f)), f"{slot.LOGS_INSIDE}/{f.name}") for f in folders]
+        return self._sandbox.argv(command, writable=logs, readonly=readonly,
+                                  slots=[str(f) for f in folders], cwd="/",
+                                  hosts_file=self._hosts)  # fmt: skip
+
+    def _slot(self, folder: Path) -> slot.Slot:
+        relay = None
+        if self._endpoint is not None:
+            relay = (INSIDE_SOCKET, self._endpoint.inside_port)
+        cwd = os.getcwd()
+        return slot.Slot(
+            folder=str(folder),
+            workspace_mb=self._sandbox.workspace_mb,
+            shm_mb=self._sandbox.shm_mb,
+            logs=folder.name,
+            own_network=self._sandbox.network != "host",
+            relay=relay,
+            in_tmp=self._sandbox.mounts_in_tmp,
+            cwd=cwd if self._sees(cwd) else None,
+            shared=self._shared,
+        )
+
+    def _link(self, folder: Path, handle: int) -> None:
+        """Make ``folder`` here a link to the slot's new private folder, and let its
+        last one go."""
         if folder.is_dir() and not folder.is_symlink():
             shutil.rmtree(folder)  # the slot's folder as slot_folder made it: never used
         link = folder.with_name(f"{folder.name}.link")
@@ -170,6 +175,16 @@ class SandboxedWorkers:
             last, self._private[folder] = self._private.get(folder), handle
         if last is not None:
             os.close(last)
+
+    def _join_cap(self, folder: Path, pid: int) -> None:
+        """Put the slot's worker in its pids cgroup before it runs any agent code (it
+        waits for its spec, which is sent once this returns)."""
+        if folder not in self._caps:
+            self._caps[folder] = self._cap(folder)
+        cap = self._caps[folder]
+        if cap is not None:
+            with contextlib.suppress(OSError):  # gone already: its start says why
+                cap.join(pid)
 
     def _cap(self, folder: Path) -> pids.ProcessCap | None:
         if pids.controller() is None:
@@ -184,38 +199,26 @@ class SandboxedWorkers:
         return any(os.path.realpath(folder) == os.path.realpath(k) for k in self._sandbox.keep)
 
     def reap(self, pid: int) -> int | None:
-        """Wait for a sandbox that is ending; its worker's exit code (-N for signal N)."""
+        """Wait for a worker that is ending; its exit code (-N for signal N)."""
         with self._lock:
-            process = self._processes.pop(pid, None)
-        if process is None:
+            found = self._inner.pop(pid, None)
+        if found is None:
             return None
-        code = process.wait()
-        self._drain(pid)
-        return -(code - 128) if 128 < code < 128 + 65 else code  # bwrap reports 128+N
-
-    def _drain(self, pid: int) -> None:
-        """Let a finished sandbox's last words through (its PID namespace is gone, so
-        nothing inside still holds the pipe), and remove its cgroup."""
-        with self._lock:
-            pump = self._pumps.pop(pid, None)
-            cap = self._caps.pop(pid, None)
-        if pump is not None:
-            pump.join(1.0)
-        if cap is not None:
-            cap.remove()
+        zygote, inner = found
+        return zygote.reap(inner)
 
     def close(self) -> None:
-        """End every sandbox still running, and the relay."""
-        with self._lock:
-            left, self._processes = list(self._processes.values()), {}
-        for process in left:
-            kill_group(process.pid)
-            process.wait()
-            self._drain(process.pid)
-        with self._lock:
+        """End every sandbox still running (and the workers in them), and the relay."""
+        with self._starting, self._lock:
+            zygotes, self._zygotes = list(self._zygotes.values()), {}
             private, self._private = list(self._private.values()), {}
+            caps, self._caps = [c for c in self._caps.values() if c is not None], {}
+        for zygote in zygotes:
+            zygote.close()
         for handle in private:
             os.close(handle)
+        for cap in caps:
+            cap.remove()
         if self._relay is not None:
             self._relay.close()
 
@@ -234,7 +237,7 @@ def resolve(
     """
     if mode == "off":
         return None, SandboxUsed(applied="none", reason="--sandbox off")
-    why = unavailable()
+    why = unavailable() or _no_place_for_slots()
     binary = bwrap_binary()
     if why is not None or binary is None:
         if mode == "on":
@@ -247,9 +250,16 @@ def resolve(
         keep=tuple(sorted({str(p.resolve()) for p in keep if p is not None and p.exists()})),
         workspace_mb=workspace_mb,
     )
-    capped = can_be_private(os.path.join(scratch_parent(), "slot"))
-    return sandbox, SandboxUsed(applied="bwrap", network=network,
-                                max_workspace_mb=workspace_mb if capped else None)  # fmt: skip
+    return sandbox, SandboxUsed(applied="bwrap", network=network, max_workspace_mb=workspace_mb)
+
+
+def _no_place_for_slots() -> str | None:
+    """Why the slots' folders cannot be private, in a few words; None when they can."""
+    parent = scratch_parent()
+    if can_be_private(parent):
+        return None
+    return (f"the run's scratch folder would be in /tmp ({parent}), which each slot "
+            "replaces with its own: set TMPDIR to a folder outside /tmp")  # fmt: skip
 
 
 def visible_folder(cwd: Path) -> Path | None:

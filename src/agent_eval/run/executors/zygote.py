@@ -21,13 +21,18 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_eval.redaction import Redactor, copy_redacted, write_all
 from agent_eval.run.executors import agent_host
 from agent_eval.sandbox import reaper
+
+if TYPE_CHECKING:
+    from agent_eval.sandbox import Slot
 
 NO_BACKGROUND_THREADS = {
     "OPENBLAS_NUM_THREADS": "1",
@@ -49,21 +54,29 @@ class Zygote:
     """The parent's handle on the zygote: fork a worker, reap one, stop."""
 
     def __init__(
-        self, preload: list[str], preload_first: bool = True, redact: Redactor | None = None
+        self,
+        preload: list[str],
+        preload_first: bool = True,
+        redact: Redactor | None = None,
+        sandbox: Callable[[list[str]], list[str]] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         """``preload_first=False`` forks the first worker before importing ``preload``:
         with one worker the imports are only needed if it has to be replaced. With a
-        ``redact`` that knows secrets, what the workers print passes through it."""
+        ``redact`` that knows secrets, what the workers print passes through it. A
+        ``sandbox`` turns the zygote's command into one that starts it in a sandbox
+        (run/executors/sandboxed.py), with ``env`` its whole environment."""
         mine, theirs = socket.socketpair()
+        command = [sys.executable, "-m", "agent_eval.run.executors.zygote", str(theirs.fileno())]
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "agent_eval.run.executors.zygote", str(theirs.fileno())],
+            command if sandbox is None else sandbox(command),
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             # a worker's prints go to stderr, never into the console layout
             stdout=subprocess.PIPE if redact else 2,
             stderr=subprocess.STDOUT if redact else None,
-            start_new_session=True,  # Ctrl-C is the parent's to handle
-            env={**os.environ, **NO_BACKGROUND_THREADS},
+            start_new_session=True,  # Ctrl-C is the parent's to handle; one killpg ends it
+            env={**os.environ, **NO_BACKGROUND_THREADS} if env is None else env,
         )
         theirs.close()
         self._pump: threading.Thread | None = None
@@ -84,12 +97,18 @@ class Zygote:
         """A new worker process and the parent's end of its connection (``folder``, the
         slot's scratch folder, matters only to a sandbox, which binds it)."""
         mine, theirs = socket.socketpair()
-        with self._lock:
-            self._conn.send(("fork",))
-            reduction.send_handle(self._conn, theirs.fileno(), self._process.pid)
-            pid: int = self._conn.recv()
+        pid = self.start_worker(theirs)
         theirs.close()
         return pid, Connection(mine.detach())
+
+    def start_worker(self, channel: socket.socket, slot: Slot | None = None) -> int:
+        """Fork a worker that serves on ``channel`` (passed to it), confined to ``slot``
+        first when one is given; its pid in the zygote's namespace."""
+        with self._lock:
+            self._conn.send(("fork", slot))
+            reduction.send_handle(self._conn, channel.fileno(), self._process.pid)
+            pid: int = self._conn.recv()
+        return pid
 
     def reap(self, pid: int) -> int | None:
         """Wait for a worker that is dead or killed; its exit code (-N for signal N), or
@@ -137,6 +156,7 @@ def _serve(conn: Connection, workers: set[int]) -> None:
         except EOFError:
             return
         if message[0] == "fork":
+            slot: Slot | None = message[1]
             child_fd = reduction.recv_handle(conn)
             pid = os.fork()
             if pid == 0:
@@ -144,7 +164,11 @@ def _serve(conn: Connection, workers: set[int]) -> None:
                 os.setsid()  # its own group, so a kill reaches what the agent started
                 code = 0
                 try:
-                    agent_host.main(child_fd)
+                    helpers = () if slot is None else _confine(slot, child_fd)
+                    agent_host.main(child_fd, helpers)
+                except _Unconfined as exc:
+                    print(f"agent-eval: {exc}", file=sys.stderr)
+                    code = 1
                 except BaseException:
                     traceback.print_exc()
                     code = 1
@@ -167,6 +191,20 @@ def _serve(conn: Connection, workers: set[int]) -> None:
             reaper.end_strays(workers)  # what the dead worker's attempts left
         else:
             return
+
+
+class _Unconfined(Exception):
+    pass
+
+
+def _confine(slot: Slot, fd: int) -> tuple[int, ...]:
+    from agent_eval.sandbox import slot as slots
+
+    try:
+        return slots.confine(slot, fd)
+    except OSError as exc:
+        raise _Unconfined(f"the sandbox could not confine the worker of {slot.folder}: "
+                          f"{exc.strerror or exc}") from exc  # fmt: skip
 
 
 def _import(modules: list[str]) -> None:
