@@ -227,3 +227,35 @@ def test_resume_keeps_the_isolation_of_the_run(
     )
     done = cli(tmp_path, "--repeats", "4", "--resume", "part.json", "--isolation", "worker")
     assert done.returncode == 2 and "resumed:" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("isolation", ["attempt", "worker"])
+def test_an_attempt_stopped_mid_request_leaves_the_next_its_own_connection(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    mock_model: Callable[..., MockModelServer],
+    isolation: str,
+) -> None:
+    """build() asks the endpoint about the model, so the built worker holds an open
+    connection. Were the copies to share it, the next attempt's request would queue
+    behind the stopped one's, and its reply, on the same socket."""
+    server = mock_model(
+        {"rules": [{"task": "hang", "reply": {"fault": "timeout"}}],
+         "default": {"content": "The answer is 3."}},
+        hang_seconds=60,
+    )  # fmt: skip
+    write_suite([
+        {"id": "a-stopped", "task": "hang here", "expect_in_answer": ["3"], "max_seconds": 1},
+        {"id": "b-next", "task": "say 3", "expect_in_answer": ["3"], "max_seconds": 30},
+    ])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal", "--tasks",
+         "suite.json", "--base-url", server.base_url, "--model", "mock", "--no-preflight",
+         "--max-infra-retries", "0", "--isolation", isolation, "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    rows = {row["id"]: row for row in json.loads((tmp_path / "r.json").read_text())["results"]}
+    assert rows["a-stopped"]["failure_class"] == "over_budget", done.stderr
+    assert rows["b-next"]["failure_class"] == "passed", rows["b-next"]
+    assert [r["fault"] for r in server.requests] == ["timeout", None]

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import email.utils
 import json
+import os
 import ssl
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -81,10 +83,27 @@ class ChatClient:
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 120.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # Kept only to scrub it from error text an endpoint might echo back.
         self._secret = api_key or None
-        self._http = httpx.Client(timeout=timeout, headers=headers, verify=_tls(self.base_url))
+        self._tls = _tls(self.base_url)  # built once: a fork's own pool reuses it
+        self._http = self._pool()
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def _pool(self) -> httpx.Client:
+        return httpx.Client(timeout=self.timeout, headers=self._headers, verify=self._tls)
+
+    def _session(self) -> httpx.Client:
+        """This process's connections. A fork (an attempt's copy of a built worker) opens
+        its own rather than use the parent's sockets: on a shared socket, a copy killed
+        mid-request leaves its reply to be read by the next copy as the answer to its own
+        request. The parent's pool is dropped, not closed, so nothing is sent on it."""
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._http, self._pid = self._pool(), os.getpid()
+        return self._http
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.base_url!r}, timeout={self.timeout})"
@@ -161,7 +180,7 @@ class ChatClient:
         """
         root = self.base_url.removesuffix("/v1")
         try:
-            response = self._http.get(f"{root}/health", timeout=min(self.timeout, 10.0))
+            response = self._session().get(f"{root}/health", timeout=min(self.timeout, 10.0))
             data = response.json() if response.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):
             return {}
@@ -174,7 +193,9 @@ class ChatClient:
         The embedded server advises ``json`` for a model too small for native tool calls.
         """
         try:
-            response = self._http.get(f"{self.base_url}/models", timeout=min(self.timeout, 10.0))
+            response = self._session().get(
+                f"{self.base_url}/models", timeout=min(self.timeout, 10.0)
+            )
             data = response.json() if response.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):
             return None
@@ -194,7 +215,7 @@ class ChatClient:
         """
         url = f"{self.base_url}/models"
         try:
-            response = self._http.get(url, timeout=min(self.timeout, timeout))
+            response = self._session().get(url, timeout=min(self.timeout, timeout))
         except httpx.TimeoutException:
             raise ModelEndpointError(
                 f"model endpoint {self.base_url} did not answer within {timeout:g}s", "timeout"
@@ -221,7 +242,7 @@ class ChatClient:
         url = f"{self.base_url}{path}"
         started = time.perf_counter()
         try:
-            response = self._http.post(url, json=body)
+            response = self._session().post(url, json=body)
         except httpx.TimeoutException:
             raise ModelEndpointError(
                 f"model endpoint {self.base_url} did not answer within {self.timeout:g}s",
@@ -310,17 +331,17 @@ class ChatClient:
 _NO_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
-def _tls(base_url: str) -> ssl.SSLContext | bool:
+def _tls(base_url: str) -> ssl.SSLContext:
     """The TLS setting for an endpoint: httpx's default (verified) unless none is needed.
 
-    httpx's default context is built for every Client and loads the CA bundle: ~35 ms
-    of CPU in each worker process. A plain-http endpoint reached directly never uses
-    TLS, so it skips that. A proxy (which httpx takes from the environment) may speak
+    httpx's default context loads the CA bundle, ~35 ms of CPU, so it is built once per
+    client and not for each process's pool; a plain-http endpoint reached directly never
+    uses TLS and skips it. A proxy (which httpx takes from the environment) may speak
     TLS, so with one the default stays.
     """
     if base_url.lower().startswith("http://") and not getproxies():
         return _NO_TLS
-    return True
+    return httpx.create_ssl_context()
 
 
 def _tool_call(index: int, raw: Any) -> ToolCall:
