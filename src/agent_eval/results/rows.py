@@ -142,8 +142,8 @@ _LIST_CHECKS = [
 
 
 shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-"""Equal tuples of check values (and CheckValues), one object each while a file loads (the loader empties
-it when done)."""
+"""Equal tuples of check values (and CheckValues), one object each while a file loads
+(the loader empties it when done)."""
 
 
 def _share(value: tuple[Any, ...]) -> tuple[Any, ...]:
