@@ -191,7 +191,9 @@ def _copied(
     permutation p with them counted as failures: whether the flagged passes move it."""
 
     def flagged(task: TaskOutcome) -> int:
-        return sum(is_copied_pass(r.passed, r.answer, r.copied_share) for r in task.rows)
+        # Only a row with a copied share can be flagged; most rows carry none.
+        shared = [r for r in task.rows if r.copied_share is not None]
+        return sum(is_copied_pass(r.passed, r.answer, r.copied_share) for r in shared)
 
     counts = {t: (flagged(tasks_a[t]), flagged(tasks_b[t])) for t in shared}
     pairs = [

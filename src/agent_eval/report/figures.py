@@ -14,10 +14,13 @@ from operator import attrgetter
 from typing import Any, cast
 
 from agent_eval.results import Attempt, RunResults, TaskOutcome
-from agent_eval.score import attempt_cost, stats
+from agent_eval.score import attempt_costs, stats
 
 FIGURES = ("steps", "tokens", "seconds", "cost")
 """The per-attempt figures next to success, in the order every report shows them."""
+_TOKENS, _PROMPT, _COMPLETION = (
+    attrgetter(name) for name in ("tokens", "prompt_tokens", "completion_tokens")
+)
 
 
 def _figures(
@@ -25,10 +28,12 @@ def _figures(
 ) -> list[float | None]:
     """One figure of each attempt; a cost is None when it cannot be priced."""
     if name == "cost":
-        return [
-            attempt_cost(row.tokens, row.prompt_tokens, row.completion_tokens, prices)
-            for row in rows
-        ]
+        return attempt_costs(
+            list(map(_TOKENS, rows)),
+            list(map(_PROMPT, rows)),
+            list(map(_COMPLETION, rows)),
+            prices,
+        )
     return list(map(float, map(attrgetter(name), rows)))
 
 

@@ -5,19 +5,24 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from agent_eval.results import UNKNOWN_CLASS, RunResults, TaskOutcome
+from agent_eval.results import UNKNOWN_CLASS, Attempt, RunResults
+from agent_eval.results.rows import CheckValues
 
 
-def _checks_text(task: TaskOutcome) -> str:
-    """Every failed attempt's checks, one line each, for the failure body."""
+def _checks_text(
+    failed: list[Attempt], failures: list[str], shown_for: dict[CheckValues, str]
+) -> str:
+    """Every failed attempt's checks, one line each, for the failure body; ``shown_for``
+    keeps each distinct checks' text, as rows repeat a few combinations."""
     lines = []
-    for row in task.rows:
-        if row.passed:
-            continue
-        checks = row.check_record().model_dump()
-        # A check that holds says nothing here; what failed and what was used does.
-        shown = ", ".join(f"{k}={v!r}" for k, v in checks.items() if v not in (None, [], True))
-        lines.append(f"{row.failure} [{row.failure_class}] checks: {shown}")
+    for row, reason in zip(failed, failures, strict=True):
+        shown = shown_for.get(row.checks)
+        if shown is None:
+            checks = row.check_record().model_dump()
+            # A check that holds says nothing here; what failed and what was used does.
+            shown = ", ".join(f"{k}={v!r}" for k, v in checks.items() if v not in (None, [], True))
+            shown_for[row.checks] = shown
+        lines.append(f"{reason} [{row.failure_class}] checks: {shown}")
     return "\n".join(lines)
 
 
@@ -44,7 +49,8 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
     ET.SubElement(properties, "property", {"name": "success_rate", "value": f"{s['success_rate']}"})
     copied = s["copied_passes"]
     ET.SubElement(properties, "property", {"name": "copied_passes", "value": str(len(copied))})
-    for task in tasks:
+    shown_for: dict[CheckValues, str] = {}
+    for task, view in zip(tasks, report["per_task"], strict=True):
         case = ET.SubElement(
             suite,
             "testcase",
@@ -56,16 +62,17 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
         )
         if task.passes < task.attempts:
             failed = [r for r in task.rows if not r.passed]
+            failures = view["failures"]  # each failed attempt's reason, in this order
             failure = ET.SubElement(
                 case,
                 "failure",
                 {
                     "message": f"{len(failed)} of {task.attempts} attempt(s) failed: "
-                    + "; ".join(str(r.failure) for r in failed),
+                    + "; ".join(map(str, failures)),
                     "type": ",".join(sorted({r.failure_class or UNKNOWN_CLASS for r in failed})),
                 },
             )
-            failure.text = _checks_text(task)
+            failure.text = _checks_text(failed, failures, shown_for)
         flagged = [c for c in copied if c["task_id"] == task.task_id]
         if flagged:  # a pass the checks count, flagged for a person to look at
             out = ET.SubElement(case, "system-out")

@@ -10,7 +10,6 @@ from typing import Any
 from agent_eval.report.figures import task_figure
 from agent_eval.report.headline import headline
 from agent_eval.results import (
-    CHECK_FIELDS,
     UNKNOWN_CLASS,
     RunResults,
     TaskOutcome,
@@ -36,7 +35,6 @@ RUN_KEYS = (
     "harness_version",
 )
 """Run metadata repeated in the report so that it names what it describes."""
-_BAD_CITATIONS = CHECK_FIELDS.index("bad_citations")
 
 
 def _rate(passed: int, attempts: int) -> dict[str, Any]:
@@ -173,7 +171,7 @@ def summarise_run(results: RunResults, cluster: str = "none") -> dict[str, Any]:
             if is_copied_pass(r.passed, r.answer, r.copied_share)
         ],
         "cited_attempts": sum(1 for r in rows if r.citations),
-        "bad_citation_attempts": sum(1 for r in rows if r.checks[_BAD_CITATIONS]),
+        "bad_citation_attempts": sum(1 for r in rows if r.checks.bad_citations),
     }
     summary["headline"] = headline(summary)
     return {

@@ -12,12 +12,50 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple, get_origin
 
-from agent_eval.records import RESULTS_SCHEMA, Checks
-from agent_eval.results.schema import AttemptResult, RunHead
+from agent_eval.records import RESULTS_SCHEMA, BadCitation, Checks, StateOutcome
+from agent_eval.results.schema import AttemptResult, RunHead, describe_failure
 from agent_eval.trajectory import trajectory_excerpt, trajectory_path
 
 CHECK_FIELDS = tuple(Checks.model_fields)
 """Checks' fields, in the order ``Attempt.checks`` holds their values."""
+
+
+class CheckValues(NamedTuple):
+    """One attempt's validated Checks, compact: the same fields under the same names,
+    lists as tuples."""
+
+    missing: tuple[str, ...]
+    """Strings of expect_in_answer absent from the answer."""
+    forbidden: tuple[str, ...]
+    """Strings of expect_not_in_answer present in the answer."""
+    regex_ok: bool
+    """Whether expect_regex matched."""
+    tool_ok: bool
+    """Whether expect_tool was used."""
+    within_steps: bool
+    """Whether the steps were within max_steps."""
+    tools_used: tuple[str, ...]
+    """Every trajectory record's tool, in order."""
+    passed: bool
+    """True when every check holds."""
+    within_tokens: bool
+    """Whether the tokens were within max_tokens."""
+    within_seconds: bool
+    """Whether the wall time was within max_seconds."""
+    within_cost: bool
+    """Whether the attempt's cost was within --max-cost-per-task."""
+    citations_ok: bool
+    """Whether every citation held and one named an expected file."""
+    bad_citations: tuple[BadCitation, ...]
+    """Citations the starting workspace does not bear out."""
+    state: tuple[StateOutcome, ...]
+    """Each expect_state check's outcome, in the task's order."""
+
+
+if CheckValues._fields != CHECK_FIELDS:
+    # compact() copies Checks' fields by position, and a field left out here would
+    # silently vanish from every report.
+    raise RuntimeError("results.rows.CheckValues must list Checks' fields, in order")
 
 
 class Attempt(NamedTuple):
@@ -44,9 +82,8 @@ class Attempt(NamedTuple):
     """Wall time of the attempt measured by the harness."""
     stopped: str | None
     """Why the attempt stopped."""
-    checks: tuple[Any, ...]
-    """The validated Checks' values in CHECK_FIELDS order, lists as tuples;
-    ``check_record`` rebuilds the Checks."""
+    checks: CheckValues
+    """The validated Checks, lists as tuples; ``check_record`` rebuilds the Checks."""
     trajectory_file: str | None
     """The attempt's trajectory, relative to the results file's folder when possible."""
     failure_class: str | None
@@ -71,9 +108,12 @@ class Attempt(NamedTuple):
     """The attempt's recorded model calls, when it was recorded."""
     passed: bool
     """The verdict."""
-    failure: str | None
-    """Why it failed, None when it passed; taken while the full record is at hand, so
-    reports never rebuild it."""
+
+    @property
+    def failure(self) -> str | None:
+        """Why it failed, None when it passed: the full record's reason, worked out when
+        asked (a comparison never asks, a report once per failed attempt)."""
+        return None if self.passed else describe_failure(self)
 
     def check_record(self) -> Checks:
         """The attempt's Checks, rebuilt without validating again (it was validated)."""
@@ -82,12 +122,11 @@ class Attempt(NamedTuple):
         return Checks.model_construct(**fields)
 
 
-if Attempt._fields[:-2] != tuple(AttemptResult.model_fields):
+if Attempt._fields[:-1] != tuple(AttemptResult.model_fields):
     # compact() copies AttemptResult's fields by position, and a field left out here
     # would silently vanish from every report.
     raise RuntimeError(
-        "results.read.Attempt must list AttemptResult's fields, in order, "
-        "then 'passed' and 'failure'"
+        "results.rows.Attempt must list AttemptResult's fields, in order, then 'passed'"
     )
 
 
@@ -103,8 +142,8 @@ _LIST_CHECKS = [
 
 
 shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-"""Equal tuples of check values, one object each while a file loads (the loader empties
-it when done)."""
+"""Equal tuples of check values (and CheckValues), one object each while a file loads
+(the loader empties it when done)."""
 
 
 def _share(value: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -115,7 +154,7 @@ def _share(value: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def compact(row: AttemptResult) -> Attempt:
-    """The validated row as an Attempt.
+    """The validated row as an Attempt (its ``failure`` is worked out when asked).
 
     A validated model's ``__dict__`` holds its fields in declaration order, so values are
     copied by position. Lists become tuples, so that an Attempt holds no mutable
@@ -126,16 +165,14 @@ def compact(row: AttemptResult) -> Attempt:
     for index in _LIST_CHECKS:
         checks[index] = _share(tuple(checks[index]))
     values = [*row.__dict__.values()]
-    values[_CHECKS_AT] = _share(tuple(checks))
+    values[_CHECKS_AT] = _share(tuple.__new__(CheckValues, checks))
     if row.changed_files is not None:
         values[_CHANGED_AT] = _share(tuple(row.changed_files))
     if row.citations is not None:
         values[_CITED_AT] = tuple(row.citations)
     if row.traceback is not None:
         values[_TRACE_AT] = tuple(row.traceback)
-    passed = row.checks.passed
-    values.append(passed)
-    values.append(None if passed else row.failure)
+    values.append(row.checks.passed)
     # Attempt._make without its length check, which the guard above makes redundant.
     return tuple.__new__(Attempt, values)
 

@@ -7,11 +7,12 @@ script written for its files reads ours; agent-eval's own keys follow them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.records import Checks, Citation, FailureClass
+from agent_eval.records import BadCitation, Checks, Citation, FailureClass, StateOutcome
 
 COURSE_TASK_KEYS = ("id", "category", "attempts", "successes", "success_rate", "steps_min",
                     "steps_max", "tokens_min", "tokens_max", "first_failure")  # fmt: skip
@@ -100,7 +101,55 @@ class AttemptResult(Record):
         return None if self.checks.passed else describe_failure(self)
 
 
-def describe_failure(row: AttemptResult, numbered: bool = True) -> str:
+class CheckOutcomes(Protocol):
+    """What ``describe_failure`` reads of an attempt's checks: a Checks record, or a
+    loaded run's compact copy of it (results.rows.CheckValues)."""
+
+    @property
+    def missing(self) -> Sequence[str]: ...
+    @property
+    def forbidden(self) -> Sequence[str]: ...
+    @property
+    def regex_ok(self) -> bool: ...
+    @property
+    def tool_ok(self) -> bool: ...
+    @property
+    def within_steps(self) -> bool: ...
+    @property
+    def within_tokens(self) -> bool: ...
+    @property
+    def within_seconds(self) -> bool: ...
+    @property
+    def within_cost(self) -> bool: ...
+    @property
+    def citations_ok(self) -> bool: ...
+    @property
+    def bad_citations(self) -> Sequence[BadCitation]: ...
+    @property
+    def state(self) -> Sequence[StateOutcome]: ...
+
+
+class FailedRow(Protocol):
+    """What ``describe_failure`` reads of an attempt: a full row, or a loaded run's
+    compact one (results.rows.Attempt), so that a report says it the same way."""
+
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def stopped(self) -> str | None: ...
+    @property
+    def failure_class(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def checks(self) -> CheckOutcomes: ...
+
+
+def describe_failure(row: FailedRow, numbered: bool = True) -> str:
     """A short reason an attempt failed, for people reading the per-task view; it starts
     with the attempt (``r2: ``) unless ``numbered`` is false. The failure class is not
     part of it: every view that shows the reason shows the class beside it."""

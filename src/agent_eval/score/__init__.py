@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         word_runs,
         words,
     )
-    from agent_eval.score.cost import attempt_cost
+    from agent_eval.score.cost import attempt_cost, attempt_costs
     from agent_eval.score.pass_k import pass_hat_k
     from agent_eval.score.permutation import PermutationTest, permutation_test
     from agent_eval.score.planning import plan_from_pairs, repeats_needed
@@ -51,6 +51,7 @@ __all__ = [
     "Decision",
     "PermutationTest",
     "attempt_cost",
+    "attempt_costs",
     "changes",
     "check_state",
     "classify",
@@ -92,6 +93,7 @@ _LAZY = {
     "PermutationTest": "agent_eval.score.permutation:PermutationTest",
     "RUN_WORDS": "agent_eval.score.copied:RUN_WORDS",
     "attempt_cost": "agent_eval.score.cost:attempt_cost",
+    "attempt_costs": "agent_eval.score.cost:attempt_costs",
     "changes": "agent_eval.score.snapshot:changes",
     "check_state": "agent_eval.score.state:check_state",
     "classify": "agent_eval.score.checks:classify",
