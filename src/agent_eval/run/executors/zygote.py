@@ -44,11 +44,6 @@ NO_BACKGROUND_THREADS = {
 with one thread has no pool, and bm25s without tqdm's (disabled) bars starts no tqdm
 monitor thread. Either would stop attempts running in copies of a built worker."""
 
-SHARED_LIBRARIES = ["bm25s"]
-"""Imported after the preloads: the search index's library (with numpy and scipy, about a
-quarter of a second), which the harness imports only when an index is built. Imported
-here, the workers share one copy of it instead of each importing its own in build()."""
-
 
 class Zygote:
     """The parent's handle on the zygote: fork a worker, reap one, stop."""
@@ -61,8 +56,9 @@ class Zygote:
         sandbox: Callable[[list[str]], list[str]] | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
-        """``preload_first=False`` forks the first worker before importing ``preload``:
-        with one worker the imports are only needed if it has to be replaced. With a
+        """``preload_first=False`` forks the first worker without importing ``preload``,
+        which waits for a second: with one worker the imports are needed only if it has
+        to be replaced (then every later worker shares them). With a
         ``redact`` that knows secrets, what the workers print passes through it. A
         ``sandbox`` turns the zygote's command into one that starts it in a sandbox
         (run/executors/sandboxed.py), with ``env`` its whole environment."""
@@ -145,11 +141,11 @@ def serve(fd: int) -> None:
 
 def _serve(conn: Connection, workers: set[int]) -> None:
     preload, preload_first = conn.recv()
-    preload = [*preload, *SHARED_LIBRARIES]
-    if preload_first:
+    imported = preload_first
+    if imported:
         _import(preload)
-        preload = []
     conn.send("ready")
+    forked = False
     while True:
         try:
             message = conn.recv()
@@ -158,6 +154,10 @@ def _serve(conn: Connection, workers: set[int]) -> None:
         if message[0] == "fork":
             slot: Slot | None = message[1]
             child_fd = reduction.recv_handle(conn)
+            if forked and not imported:  # a second worker: it and every later one share them
+                _import(preload)
+                imported = True
+            forked = True
             pid = os.fork()
             if pid == 0:
                 conn.close()
@@ -178,8 +178,6 @@ def _serve(conn: Connection, workers: set[int]) -> None:
             os.close(child_fd)
             workers.add(pid)
             conn.send(pid)
-            _import(preload)  # after the first worker, when it was not done before it
-            preload = []
         elif message[0] == "reap":
             workers.discard(message[1])
             try:
@@ -208,9 +206,16 @@ def _confine(slot: Slot, fd: int) -> tuple[int, ...]:
 
 
 def _import(modules: list[str]) -> None:
-    for module in modules:
-        with contextlib.suppress(Exception):  # a preload is only an optimisation
-            importlib.import_module(module)
+    """The preloads, then the search index's library (bm25s with numpy, about a tenth of
+    a second), which the harness imports only when an index is built: imported here,
+    the workers share one copy of it instead of each importing its own in build()."""
+    with contextlib.suppress(Exception):  # a preload is only an optimisation
+        for module in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+        from agent_eval.tools.bm25_index import bm25s_library
+
+        bm25s_library()
 
 
 if __name__ == "__main__":
