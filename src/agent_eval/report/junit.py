@@ -5,8 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from agent_eval.results import UNKNOWN_CLASS, Attempt, RunResults
-from agent_eval.results.rows import CheckValues
+from agent_eval.results import UNKNOWN_CLASS, Attempt, CheckValues, RunResults
 
 
 def _checks_text(

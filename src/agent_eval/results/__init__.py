@@ -27,7 +27,7 @@ from agent_eval.results.journal import (
 )
 from agent_eval.results.labbook import Labbook, read_labbook
 from agent_eval.results.read import iter_rows, load_results, read_head
-from agent_eval.results.rows import Attempt, RunResults, TaskOutcome
+from agent_eval.results.rows import Attempt, CheckValues, RunResults, TaskOutcome
 from agent_eval.results.schema import (
     COURSE_TASK_KEYS,
     AttemptResult,
@@ -73,6 +73,7 @@ __all__ = [
     "Attempt",
     "AttemptResult",
     "Budgets",
+    "CheckValues",
     "DuelRecord",
     "Frame",
     "Journal",

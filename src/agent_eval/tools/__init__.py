@@ -24,6 +24,7 @@ from agent_eval.tools import (
     write_file,
 )
 from agent_eval.tools.base import Observation, ToolContext, truncate
+from agent_eval.tools.bm25_index import bm25s_library
 
 # The face's names that live in its modules, imported on first use (__getattr__).
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "WRITE_TOOLS",
     "Observation",
     "ToolContext",
+    "bm25s_library",
     "build_index",
     "load_index",
     "run_tool",

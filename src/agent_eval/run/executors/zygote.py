@@ -213,7 +213,7 @@ def _import(modules: list[str]) -> None:
         for module in modules:
             with contextlib.suppress(Exception):
                 importlib.import_module(module)
-        from agent_eval.tools.bm25_index import bm25s_library
+        from agent_eval.tools import bm25s_library
 
         bm25s_library()
 
