@@ -234,6 +234,7 @@ def test_an_attempt_stopped_mid_request_leaves_the_next_its_own_connection(
     tmp_path: Path,
     write_suite: Callable[..., Path],
     mock_model: Callable[..., MockModelServer],
+    agent_eval: Callable[..., subprocess.CompletedProcess[str]],
     isolation: str,
 ) -> None:
     """build() asks the endpoint about the model, so the built worker holds an open
@@ -248,12 +249,10 @@ def test_an_attempt_stopped_mid_request_leaves_the_next_its_own_connection(
         {"id": "a-stopped", "task": "hang here", "expect_in_answer": ["3"], "max_seconds": 1},
         {"id": "b-next", "task": "say 3", "expect_in_answer": ["3"], "max_seconds": 30},
     ])  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal", "--tasks",
-         "suite.json", "--base-url", server.base_url, "--model", "mock", "--no-preflight",
-         "--max-infra-retries", "0", "--isolation", isolation, "--out", "r.json"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    done = agent_eval(
+        "run", "--agent", "builtin:minimal", "--tasks", "suite.json", "--base-url",
+        server.base_url, "--model", "mock", "--no-preflight", "--max-infra-retries", "0",
+        "--isolation", isolation, "--out", "r.json", cwd=tmp_path,
     )  # fmt: skip
     rows = {row["id"]: row for row in json.loads((tmp_path / "r.json").read_text())["results"]}
     assert rows["a-stopped"]["failure_class"] == "over_budget", done.stderr

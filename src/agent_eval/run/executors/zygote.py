@@ -209,10 +209,10 @@ def _import(modules: list[str]) -> None:
     """The preloads, then the search index's library (bm25s with numpy, about a tenth of
     a second), which the harness imports only when an index is built: imported here,
     the workers share one copy of it instead of each importing its own in build()."""
-    with contextlib.suppress(Exception):  # a preload is only an optimisation
-        for module in modules:
-            with contextlib.suppress(Exception):
-                importlib.import_module(module)
+    for module in modules:
+        with contextlib.suppress(Exception):  # a preload is only an optimisation
+            importlib.import_module(module)
+    with contextlib.suppress(Exception):
         from agent_eval.tools import bm25s_library
 
         bm25s_library()
