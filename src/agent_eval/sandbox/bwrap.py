@@ -90,12 +90,22 @@ def bwrap_binary() -> str | None:
         return shutil.which("bwrap")
 
 
+_NESTED_PROBE = (
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "if libc.unshare(0x10000000 | 0x00020000 | 0x40000000) != 0:  # USER, NS, NET\n"
+    "    sys.exit(f'nested namespaces refused: {os.strerror(ctypes.get_errno())}')\n"
+)
+"""Run in the probe's sandbox: the unshare a slot's confine starts with."""
+
+
 @functools.cache
 def unavailable() -> str | None:
     """Why a sandbox cannot start on this machine, in a few words; None when it can.
 
     It starts one, with the namespaces the run's sandboxes use, rather than guessing
-    from the kernel's settings.
+    from the kernel's settings, and in it makes the namespaces each slot confines
+    itself in (agent_eval.sandbox.slot), which some kernels' policies refuse to nest.
     """
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux, not {sys.platform}"
@@ -106,7 +116,7 @@ def unavailable() -> str | None:
             "clone, or apt-get install bubblewrap)"
         )
     probe = [binary, *_namespaces("none"), "--ro-bind", "/", "/", "--proc", "/proc",
-             "--dev", "/dev", "--", "/bin/true"]  # fmt: skip
+             "--dev", "/dev", "--", sys.executable, "-S", "-c", _NESTED_PROBE]  # fmt: skip
     try:
         done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
