@@ -42,7 +42,9 @@ def run_task(task, options):
     except OSError as exc:
         bound = exc.strerror
     started = time.time()
-    time.sleep(1.5)  # the other attempt runs meanwhile
+    # the other attempt runs meanwhile: long enough for the other slot's worker to start
+    # on a slow machine (each slot starts its own sandbox where Landlock cannot scope)
+    time.sleep(4)
     seen = [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) != me]
     readable, signalled, rooted = [], [], []
     for pid in seen:
