@@ -36,6 +36,10 @@ def report(agent_eval: Invoke, path: Path, fmt: str) -> str:
     return out
 
 
+def strict_json(constant: str) -> None:
+    raise AssertionError(f"{constant} in a JSON report: JSON has no such value, use null")
+
+
 def nulls_have_reasons(figures: dict[str, Any], why: dict[str, Any], keys: list[str]) -> None:
     for key in keys:
         value = figures[key]
@@ -52,7 +56,8 @@ def nulls_have_reasons(figures: dict[str, Any], why: dict[str, Any], keys: list[
 def test_report_json_gives_a_reason_for_every_missing_figure(
     agent_eval: Invoke, make_results: MakeResults, case: str
 ) -> None:
-    summary = json.loads(report(agent_eval, make_results(CASES[case]), "json"))["summary"]
+    text = report(agent_eval, make_results(CASES[case]), "json")
+    summary = json.loads(text, parse_constant=strict_json)["summary"]
     keys = ["task_se", "task_ci95", "pass_at_k_se", "pass_hat_k_se", "within_task_var"]
     nulls_have_reasons(summary, summary["not_estimable"], keys)
     if case != "one attempt":  # the only case here whose tasks differ
