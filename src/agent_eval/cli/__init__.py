@@ -8,6 +8,7 @@ error), 1 for a usage or input error, printed as one `Error: ...` line on stderr
 
 from __future__ import annotations
 
+import gc
 import sys
 import traceback
 from collections.abc import Sequence
@@ -56,6 +57,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
         click.echo(f"Error: {message}", err=True)
         code = EXIT_INFRA if isinstance(exc, ModelEndpointError) else EXIT_INPUT
+    if argv is None:
+        # This process exists to run the command, which has finished and flushed. Leave
+        # what is alive out of the collections the interpreter's shutdown would run
+        # over it: after a run, a seventh of a second.
+        gc.freeze()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
