@@ -93,10 +93,11 @@ def bwrap_binary() -> str | None:
 _NESTED_PROBE = (
     "import ctypes, os, sys\n"
     "libc = ctypes.CDLL(None, use_errno=True)\n"
-    "if libc.unshare(0x10000000 | 0x00020000 | 0x40000000) != 0:  # USER, NS, NET\n"
-    "    sys.exit(f'nested namespaces refused: {os.strerror(ctypes.get_errno())}')\n"
+    "if libc.unshare({flags}) != 0:\n"
+    "    sys.exit(f'nested namespaces refused: {{os.strerror(ctypes.get_errno())}}')\n"
 )
-"""Run in the probe's sandbox: the unshare a slot's confine starts with."""
+"""Run in the probe's sandbox (without site, so it cannot import agent_eval): the
+unshare a slot's confine starts with, its flags filled in from agent_eval.sandbox.slot."""
 
 
 @functools.cache
@@ -115,8 +116,11 @@ def unavailable() -> str | None:
             "bubblewrap is not installed (pip install -e '.[sandbox]' in the agent-eval "
             "clone, or apt-get install bubblewrap)"
         )
+    from agent_eval.sandbox.slot import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER
+
+    nested = _NESTED_PROBE.format(flags=CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)
     probe = [binary, *_namespaces("none"), "--ro-bind", "/", "/", "--proc", "/proc",
-             "--dev", "/dev", "--", sys.executable, "-S", "-c", _NESTED_PROBE]  # fmt: skip
+             "--dev", "/dev", "--", sys.executable, "-S", "-c", nested]  # fmt: skip
     try:
         done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -177,7 +181,7 @@ class Sandbox:
         """
         net = network or self.network
         args = [self.binary, *_namespaces(net), "--die-with-parent", "--new-session"]
-        args += _writable_places(tmp, slots)
+        args += _writable_places(tmp, slots, self.shm_mb)
         args += _system_view(self.keep)
         seen, needed = _visible_roots(self.keep), _needed(self.keep)
         hidden: list[str] = []
@@ -252,10 +256,10 @@ def can_be_private(folder: str) -> bool:
     return not _within(os.path.realpath(folder), "/tmp")
 
 
-def _writable_places(tmp: str | None, slots: Sequence[str]) -> list[str]:
-    """A fresh /dev with a /dev/shm of its own, and /tmp: ``tmp`` bound, or for
-    ``slots`` an empty folder, with a mount point for each slot's folder."""
-    args = ["--dev", "/dev", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
+def _writable_places(tmp: str | None, slots: Sequence[str], shm_mb: int) -> list[str]:
+    """A fresh /dev with a /dev/shm of ``shm_mb`` of its own, and /tmp: ``tmp`` bound,
+    or for ``slots`` an empty folder, with a mount point for each slot's folder."""
+    args = ["--dev", "/dev", "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm"]
     if not slots:
         if tmp is None:
             raise ValueError("a sandbox needs its tmp or its slots")
