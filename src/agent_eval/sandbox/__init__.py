@@ -7,10 +7,10 @@ and a network namespace in which only the model endpoint answers, through our re
 This package knows nothing of agents or runs: it builds sandboxes and relays bytes.
 
 Its modules: ``bwrap`` builds and probes sandboxes, ``slot`` confines one slot of a
-sandbox that several share, ``relay`` carries the model endpoint into them and
-``inside`` is its end in a slot, ``pids`` bounds a slot's processes for root too, and
-``reaper`` ends every process below one (used with and without a sandbox). The
-package itself imports nothing, so a worker that needs only the reaper loads only it.
+sandbox that several share, ``relay`` carries the model endpoint into them, ``pids``
+bounds a slot's processes for root too, and ``reaper`` ends every process below one
+(used with and without a sandbox). The package itself imports nothing, so a worker that
+needs only the reaper loads only it.
 """
 
 from __future__ import annotations

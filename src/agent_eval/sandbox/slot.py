@@ -8,16 +8,18 @@ confines itself (`confine`) before any agent code runs:
   slot's folder a tmpfs of at most ``workspace_mb`` (its workspaces, /tmp and HOME), and
   the other slots' folders and logs are out of sight;
 - a network namespace of its own, unless the network is the host's: a loopback that no
-  other slot shares, on which the model endpoint's relay listens when there is one;
+  other slot shares, on which the slot listens for the model endpoint's relay when there
+  is one (the listening sockets go out to the relay, agent_eval.sandbox.relay);
 - a second user namespace, in which those mounts are locked: nothing the slot runs can
   unmount or remount them to reach what they cover;
 - a Landlock domain of its own: the slots share a PID namespace and a uid, and the
   domain keeps one from signalling, tracing or reading through /proc another's
   processes, and from reaching its abstract unix sockets.
 
-The slot then sends the parent, outside, a descriptor of its folder and its own pid as
-the parent sees it (SCM_CREDENTIALS translates it), so the parent makes and scores the
-workspaces there and can bound the slot's processes.
+The slot then sends the parent, outside, a descriptor of its folder, those listening
+sockets and its own pid as the parent sees it (SCM_CREDENTIALS translates it), so the
+parent makes and scores the workspaces there, relays the model endpoint and can bound
+the slot's processes.
 """
 
 from __future__ import annotations
@@ -26,17 +28,17 @@ import array
 import ctypes
 import fcntl
 import os
-import signal
 import socket
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_eval.sandbox.relay import listen
+
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
-PR_SET_PDEATHSIG = 1
 LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446
 """The same syscall numbers on every architecture (they postdate the split tables)."""
 LANDLOCK_CREATE_RULESET_VERSION = 1
@@ -61,8 +63,8 @@ class Slot:
     """The slot's log folder's name in LOGS_INSIDE, bound at ``folder/logs``."""
     own_network: bool
     """A network namespace of its own (every network but the host's)."""
-    relay: tuple[str, int] | None = None
-    """The relay's unix socket and the loopback port to listen on for it, if any."""
+    relay_port: int | None = None
+    """The loopback port to listen on for the model endpoint's relay, if any."""
     in_tmp: tuple[str, ...] = ()
     """Read-only mounts in /tmp (a module agent's folder), relative to it, kept visible."""
     cwd: str | None = None
@@ -77,11 +79,10 @@ def scopes_slots() -> bool:
     return version >= LANDLOCK_SCOPES_ABI
 
 
-def confine(slot: Slot, channel: int) -> tuple[int, ...]:
+def confine(slot: Slot, channel: int) -> None:
     """Confine this process to ``slot``, then send the parent, on the socket ``channel``,
-    the folder's descriptor and this process's credentials; the pids of the children
-    it started for the slot (the relay), which must outlive every attempt. OSError
-    names the step that failed."""
+    the folder's descriptor, the relay's listening sockets and this process's
+    credentials. OSError names the step that failed."""
     uid, gid = os.getuid(), os.getgid()
     _unshare(CLONE_NEWUSER | CLONE_NEWNS | (CLONE_NEWNET if slot.own_network else 0))
     _map_ids(uid, gid)
@@ -94,27 +95,27 @@ def confine(slot: Slot, channel: int) -> tuple[int, ...]:
     _bind(os.path.join(LOGS_INSIDE, slot.logs), os.path.join(slot.folder, "logs"))
     _mount("tmpfs", LOGS_INSIDE, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k")
     _private_tmp(os.path.join(slot.folder, "tmp"), slot.in_tmp)
-    helpers: tuple[int, ...] = ()
+    listeners: list[socket.socket] = []
     if slot.own_network:
         _loopback_up()
-        if slot.relay is not None:
-            helpers = (_start_relay(*slot.relay),)
+        if slot.relay_port is not None:  # before any agent code: the first call finds it open
+            listeners = listen(slot.relay_port)
     _unshare(CLONE_NEWUSER | CLONE_NEWNS)  # locks every mount above in place
     _map_ids(uid, gid)
     if slot.shared:
         _landlock_domain()
     os.environ["HOME"] = os.path.join(slot.folder, "home")
     os.chdir(slot.cwd or slot.folder)
-    _send_folder(channel, slot.folder)
-    return helpers
+    _send_folder(channel, slot.folder, listeners)
 
 
-def receive_folder(channel: socket.socket) -> tuple[int, int]:
-    """The parent's side of `confine`'s last step: the folder's descriptor and the slot
-    process's pid here. ``channel`` must have SO_PASSCRED set before the slot sends."""
+def receive_folder(channel: socket.socket) -> tuple[int, int, list[socket.socket]]:
+    """The parent's side of `confine`'s last step: the folder's descriptor, the slot
+    process's pid here and the relay's listening sockets (none without a relay).
+    ``channel`` must have SO_PASSCRED set before the slot sends."""
     fds = array.array("i")
     _, ancillary, _, _ = channel.recvmsg(
-        1, socket.CMSG_SPACE(fds.itemsize) + socket.CMSG_SPACE(struct.calcsize("3i"))
+        1, socket.CMSG_SPACE(3 * fds.itemsize) + socket.CMSG_SPACE(struct.calcsize("3i"))
     )
     pid = None
     for level, kind, data in ancillary:
@@ -122,25 +123,30 @@ def receive_folder(channel: socket.socket) -> tuple[int, int]:
             fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
         elif level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
             pid = struct.unpack("3i", data[: struct.calcsize("3i")])[0]
-    if pid is None or len(fds) != 1:
+    if pid is None or not fds:
         for fd in fds:
             os.close(fd)
         raise EOFError("the slot ended before it was confined")
-    return fds[0], pid
+    return fds[0], pid, [socket.socket(fileno=fd) for fd in fds[1:]]
 
 
-def _send_folder(channel: int, folder: str) -> None:
+def _send_folder(channel: int, folder: str, listeners: list[socket.socket]) -> None:
+    """Send the folder and the listeners out, and keep neither: nothing the slot runs
+    can accept the relay's connections."""
     handle = os.open(folder, os.O_PATH | os.O_DIRECTORY)
     credentials = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
+    fds = array.array("i", [handle, *(listener.fileno() for listener in listeners)])
     with socket.socket(fileno=os.dup(channel)) as sock:
         sock.sendmsg(
             [b"F"],
             [
-                (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [handle])),
+                (socket.SOL_SOCKET, socket.SCM_RIGHTS, fds),
                 (socket.SOL_SOCKET, socket.SCM_CREDENTIALS, credentials),
             ],
         )
     os.close(handle)
+    for listener in listeners:
+        listener.close()
 
 
 def _private_tmp(tmp: str, in_tmp: Sequence[str]) -> None:
@@ -151,26 +157,6 @@ def _private_tmp(tmp: str, in_tmp: Sequence[str]) -> None:
         os.makedirs(place, exist_ok=True)
         _bind(os.path.join("/tmp", relative), place)
     _bind(tmp, "/tmp")
-
-
-def _start_relay(socket_path: str, port: int) -> int:
-    """The model relay's inside end, listening on this slot's loopback, in a child
-    process that ends with this one (a thread would not survive the fork of a copy);
-    its pid."""
-    from agent_eval.sandbox.inside import listen, serve_forever
-
-    listeners = listen(port)  # before any agent code: the first call finds it open
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the slot died before the line above
-            os._exit(0)
-        serve_forever(listeners, socket_path)
-        os._exit(0)
-    for listener in listeners:
-        listener.close()
-    return pid
 
 
 def _loopback_up() -> None:

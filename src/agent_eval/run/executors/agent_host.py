@@ -66,14 +66,12 @@ TAKEN, REPLIED = b"t", b"r"
 """What a copy tells the worker: it has its attempt (make the next copy), it answered."""
 
 
-def main(fd: int, helpers: tuple[int, ...] = ()) -> None:
-    """Worker process entry: read the agent spec from the parent, then serve attempts.
-    ``helpers`` are children of this process that are the harness's own (a sandbox
-    slot's model relay): they outlive every attempt, and a copy need not have them."""
+def main(fd: int) -> None:
+    """Worker process entry: read the agent spec from the parent, then serve attempts."""
     become_subreaper()
     conn = Connection(fd)
     spec, options, memory_mb, isolation, reply_keys, (processes, file_mb) = conn.recv()
-    setup = AttemptSetup(reply_keys, memory_mb, processes, file_mb, frozenset(helpers))
+    setup = AttemptSetup(reply_keys, memory_mb, processes, file_mb)
     _serve(conn, spec, options, isolation, setup)
 
 
@@ -89,8 +87,6 @@ class AttemptSetup:
     """RLIMIT_NPROC of an attempt (None: unchanged)."""
     file_mb: int | None = None
     """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
-    helpers: frozenset[int] = frozenset()
-    """The harness's own children of the worker (main's ``helpers``)."""
 
     def apply(self) -> None:
         """Set the per-attempt limits in this process, which the attempt runs in."""
@@ -118,7 +114,7 @@ def _serve(
     except Exception as exc:
         conn.send(("failed", f"agent {spec}: build() failed: {exc!r}"))
         return
-    hazard = fork_hazard(setup.helpers) if isolation == "attempt" else None
+    hazard = fork_hazard() if isolation == "attempt" else None
     conn.send(("ready", agent.scaffold, hazard))
     try:
         if isolation == "attempt" and hazard is None:
@@ -190,7 +186,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                 if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
                     code = copy.end()  # and with it anything the attempt left running
-                    end_strays({other.pid for other in copies.values()} | setup.helpers)
+                    end_strays({other.pid for other in copies.values()})
                     conn.send(("ended", copy.pid, code))  # the parent scores once it hears
                 if taken:  # after "ended": the next spare's fork is not the parent's wait
                     make_ready()
@@ -324,9 +320,9 @@ class _PlainPickler(pickle.Pickler):
         raise _NotPlain
 
 
-def fork_hazard(helpers: frozenset[int] = frozenset()) -> str | None:
+def fork_hazard() -> str | None:
     """What a fork of this process would not copy: "2 thread(s)", "1 child process(es)";
-    None when there is nothing (the ``helpers`` children aside)."""
+    None when there is nothing."""
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:  # no /proc: Python's own threads are all that can be seen
@@ -338,7 +334,7 @@ def fork_hazard(helpers: frozenset[int] = frozenset()) -> str | None:
         return f"{len(tasks) - 1} thread(s)"
     try:
         with open(f"/proc/self/task/{tasks[0]}/children", encoding="ascii") as handle:
-            children = [pid for pid in handle.read().split() if int(pid) not in helpers]
+            children = handle.read().split()
     except OSError:
         children = []
     return f"{len(children)} child process(es)" if children else None

@@ -11,7 +11,8 @@ workspaces. The descriptor keeps the folder after the worker ends (killed mid at
 until the slot's next worker starts. Where the kernel's Landlock cannot keep slots
 apart (before Linux 6.12), each slot has a sandbox of its own instead.
 With ``--sandbox-network model`` the model endpoint is reached through a relay
-(agent_eval.sandbox.relay) and options["base_url"] names its inside end. Each slot's
+(agent_eval.sandbox.relay) that accepts on each slot's loopback, and options["base_url"]
+names its inside end. Each slot's
 processes are in a pids cgroup of its own where one can be made (agent_eval.sandbox.pids),
 and what the sandbox prints passes through the run's redactor.
 """
@@ -42,9 +43,6 @@ from agent_eval.sandbox import (
     slot,
     unavailable,
 )
-
-INSIDE_SOCKET = "/run/agent-eval/model.sock"
-"""Where the relay's unix socket is bound inside every sandbox."""
 
 
 def inside_options(options: dict[str, Any], sandbox: Sandbox) -> dict[str, Any]:
@@ -91,7 +89,7 @@ class SandboxedWorkers:
         self._hosts: str | None = None
         if self._endpoint is not None:
             # Whatever the run's base_url names at slot start: a server, or a proxy in front.
-            self._relay = ModelRelay(str(scratch / "model.sock"), self._endpoint)
+            self._relay = ModelRelay(self._endpoint)
             if self._endpoint.name is not None:  # a name resolves to the relay's inside end
                 hosts = scratch / "hosts"
                 hosts.write_text(f"127.0.0.1\tlocalhost {self._endpoint.name}\n", "ascii")
@@ -108,13 +106,15 @@ class SandboxedWorkers:
         inner = zygote.start_worker(theirs, self._slot(folder))
         theirs.close()
         try:
-            handle, pid = slot.receive_folder(mine)
+            handle, pid, listeners = slot.receive_folder(mine)
         except (EOFError, OSError) as exc:  # it printed why, through the redactor
             mine.close()
             code = zygote.reap(inner)
             raise AgentLoadError(f"the sandbox could not start the worker of {folder.name} "
                                  f"(exit code {code}): {exc}") from exc  # fmt: skip
         self._link(folder, handle)
+        if self._relay is not None:
+            self._relay.serve(folder, listeners)
         self._join_cap(folder, pid)
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
         with self._lock:
@@ -136,18 +136,11 @@ class SandboxedWorkers:
         return zygote
 
     def _argv(self, command: list[str], folders: list[Path]) -> list[str]:
-        readonly: list[tuple[str, str]] = []
-        if self._relay is not None:
-            readonly.append((self._relay.path, INSIDE_SOCKET))
         logs = [(str(slot_logs(f)), f"{slot.LOGS_INSIDE}/{f.name}") for f in folders]
-        return self._sandbox.argv(command, writable=logs, readonly=readonly,
-                                  slots=[str(f) for f in folders], cwd="/",
-                                  hosts_file=self._hosts)  # fmt: skip
+        return self._sandbox.argv(command, writable=logs, slots=[str(f) for f in folders],
+                                  cwd="/", hosts_file=self._hosts)  # fmt: skip
 
     def _slot(self, folder: Path) -> slot.Slot:
-        relay = None
-        if self._endpoint is not None:
-            relay = (INSIDE_SOCKET, self._endpoint.inside_port)
         cwd = os.getcwd()
         return slot.Slot(
             folder=str(folder),
@@ -155,7 +148,7 @@ class SandboxedWorkers:
             shm_mb=self._sandbox.shm_mb,
             logs=folder.name,
             own_network=self._sandbox.network != "host",
-            relay=relay,
+            relay_port=None if self._endpoint is None else self._endpoint.inside_port,
             in_tmp=self._sandbox.mounts_in_tmp,
             cwd=cwd if self._sees(cwd) else None,
             shared=self._shared,

@@ -165,8 +165,9 @@ def _serve(conn: Connection, workers: set[int]) -> None:
                 os.setsid()  # its own group, so a kill reaches what the agent started
                 code = 0
                 try:
-                    helpers = () if slot is None else _confine(slot, child_fd)
-                    agent_host.main(child_fd, helpers)
+                    if slot is not None:
+                        _confine(slot, child_fd)
+                    agent_host.main(child_fd)
                 except _Unconfined as exc:
                     print(f"agent-eval: {exc}", file=sys.stderr)
                     code = 1
@@ -196,11 +197,11 @@ class _Unconfined(Exception):
     pass
 
 
-def _confine(slot: Slot, fd: int) -> tuple[int, ...]:
+def _confine(slot: Slot, fd: int) -> None:
     from agent_eval.sandbox import slot as slots
 
     try:
-        return slots.confine(slot, fd)
+        slots.confine(slot, fd)
     except OSError as exc:
         raise _Unconfined(f"the sandbox could not confine the worker of {slot.folder}: "
                           f"{exc.strerror or exc}") from exc  # fmt: skip
