@@ -159,6 +159,7 @@ def _serve(conn: Connection, workers: set[int]) -> None:
                 _import(preload)
                 imported = True
             forked = True
+            gc.freeze()  # else each worker's collector writes to every page it shares
             pid = os.fork()
             if pid == 0:
                 conn.close()
