@@ -40,9 +40,13 @@ class _Digest(socketserver.BaseRequestHandler):
         self.request.sendall(digest.hexdigest().encode())
 
 
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    request_queue_size = 128  # not 5: forty clients at once must not overflow it
+
+
 def _server(handler: type[socketserver.BaseRequestHandler]) -> socketserver.ThreadingTCPServer:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -58,7 +62,7 @@ def echo() -> Iterator[socketserver.ThreadingTCPServer]:
 def _listener() -> socket.socket:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
+    listener.listen(128)
     return listener
 
 

@@ -115,26 +115,26 @@ class ModelRelay:
     def serve(self, key: Hashable, listeners: list[socket.socket]) -> None:
         """Accept on ``listeners`` from now on, and close those ``key`` had before (a slot's
         previous worker's: its namespace went with it). Takes ownership of them."""
-        if self._closed:
+        if not self._ask(lambda: self._replace(key, listeners)):
             for listener in listeners:
                 listener.close()
-            return
-        self._ask(lambda: self._replace(key, listeners))
 
     def close(self) -> None:
         """Stop accepting, end every connection, and wait for the relay's thread."""
-        if self._closed:
-            return
-        self._closed = True
-        self._ask(None)
-        self._thread.join()
+        if self._ask(self._stop, last=True):
+            self._thread.join()
 
-    def _ask(self, request: Callable[[], None] | None) -> None:
-        """Run ``request`` in the relay's thread, which owns the selector (None: stop)."""
+    def _ask(self, request: Callable[[], None], last: bool = False) -> bool:
+        """Have the relay's thread, which owns the selector, run ``request``; False when
+        it has been told to stop (``last``) already."""
         with self._lock:
-            self._requests.append(request or self._stop)
+            if self._closed:
+                return False
+            self._closed = last
+            self._requests.append(request)
         with contextlib.suppress(OSError):
             self._wake.send(b"w")
+        return True
 
     def _replace(self, key: Hashable, listeners: list[socket.socket]) -> None:
         for old in self._listeners.pop(key, []):
