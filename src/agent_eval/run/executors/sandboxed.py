@@ -12,9 +12,9 @@ until the slot's next worker starts. Where the kernel's Landlock cannot keep slo
 apart (before Linux 6.12), each slot has a sandbox of its own instead.
 With ``--sandbox-network model`` the model endpoint is reached through a relay
 (agent_eval.sandbox.relay) that accepts on each slot's loopback, and options["base_url"]
-names its inside end. Each slot's
-processes are in a pids cgroup of its own where one can be made (agent_eval.sandbox.pids),
-and what the sandbox prints passes through the run's redactor.
+names its inside end. Each slot's processes are in a pids cgroup of its own where one
+can be made (agent_eval.sandbox.pids), and what the sandbox prints passes through the
+run's redactor.
 """
 
 from __future__ import annotations
