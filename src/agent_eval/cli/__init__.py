@@ -9,6 +9,7 @@ error), 1 for a usage or input error, printed as one `Error: ...` line on stderr
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -58,9 +59,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         click.echo(f"Error: {message}", err=True)
         code = EXIT_INFRA if isinstance(exc, ModelEndpointError) else EXIT_INPUT
     if argv is None:
-        # This process exists to run the command, which has finished and flushed. Leave
-        # what is alive out of the collections the interpreter's shutdown would run
-        # over it: after a run, a seventh of a second.
+        # This process exists to run the command, which has finished and flushed. A
+        # Ctrl-C now has nothing left to stop: ignored, it cannot turn the exit code
+        # into death by SIGINT (Python's finalisation restores SIGINT's default action,
+        # but leaves an ignored signal ignored).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Leave what is alive out of the collections the interpreter's shutdown would
+        # run over it: after a run, a seventh of a second.
         gc.freeze()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
