@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from agent_eval.run.foreground import replay_attempt
     from agent_eval.run.observers import AttemptObserver, EachAttempt, Observers
     from agent_eval.run.prepared import PreparedRun
-    from agent_eval.run.runner import RunReport, execute, prepare
+    from agent_eval.run.runner import RunReport, execute, prepare, starting
     from agent_eval.run.settings import DEFAULT_BASE_URL, RunConfig, build_settings, option_text
     from agent_eval.run.workspace import check_workspace
 
@@ -30,6 +30,7 @@ __all__ = [
     "option_text",
     "prepare",
     "replay_attempt",
+    "starting",
 ]
 
 
@@ -47,6 +48,7 @@ _LAZY = {
     "option_text": "agent_eval.run.settings:option_text",
     "prepare": "agent_eval.run.runner:prepare",
     "replay_attempt": "agent_eval.run.foreground:replay_attempt",
+    "starting": "agent_eval.run.runner:starting",
 }
 """Public name -> where it lives: ``module:attribute``, or a module."""
 __getattr__ = lazy_getattr(__name__, _LAZY)

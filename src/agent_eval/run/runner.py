@@ -55,7 +55,7 @@ from agent_eval.results import (
 from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.early_warnings import EarlyWarnings
-from agent_eval.run.executors.protocol import Slot, executor_class, make_executor
+from agent_eval.run.executors.protocol import Executor, Slot, executor_class, make_executor
 from agent_eval.run.executors.sandboxed import resolve as resolve_sandbox
 from agent_eval.run.executors.sandboxed import visible_folder
 from agent_eval.run.observers import AttemptObserver
@@ -250,11 +250,40 @@ def select_tasks(tasks: list[Task], only: tuple[str, ...], ids: tuple[str, ...])
     return [t for t in tasks if (not only or t.category in only) and (not ids or t.id in ids)]
 
 
+@dataclass(frozen=True)
+class Started:
+    """A run's executor, its slots starting, and the plan it was made with."""
+
+    plan: AttemptPlan
+    executor: Executor
+
+
+@contextmanager
+def starting(
+    prepared: PreparedRun, on_notice: Callable[[str], None] | None = None
+) -> Iterator[Started]:
+    """The run's slots start in the background (the sandbox, the zygote, the first
+    worker's build()) while the body does its own work, such as printing the header;
+    ``execute(..., started=)`` in the body carries on with them. Leaving ends whatever
+    execute() did not run."""
+    config = prepared.config
+    redact = run_redactor(config.api_key, config.options, config.secret_options)
+    plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
+    executor = make_executor(prepared, plan, _redacted(on_notice, redact))
+    with _errors_told_plainly(prepared, redact):
+        executor.start()
+    try:
+        yield Started(plan, executor)
+    finally:
+        executor.close()
+
+
 def execute(
     prepared: PreparedRun,
     observer: AttemptObserver | None = None,
     on_notice: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    started: Started | None = None,
 ) -> RunReport:
     """Run every attempt not already journaled, then write the results and labbook.
 
@@ -268,7 +297,7 @@ def execute(
     config = prepared.config
     redact = run_redactor(config.api_key, config.options, config.secret_options)
     with _errors_told_plainly(prepared, redact):
-        return _execute(prepared, redact, observer, on_notice, on_warning)
+        return _execute(prepared, redact, observer, on_notice, on_warning, started)
 
 
 def _execute(
@@ -277,6 +306,7 @@ def _execute(
     observer: AttemptObserver | None,
     on_notice: Callable[[str], None] | None,
     on_warning: Callable[[str], None] | None,
+    started: Started | None,
 ) -> RunReport:
     config = prepared.config
     on_notice, on_warning = _redacted(on_notice, redact), _redacted(on_warning, redact)
@@ -299,7 +329,10 @@ def _execute(
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
-    plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
+    if started is None:
+        plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
+        started = Started(plan, make_executor(prepared, plan, on_notice))
+    plan, executor = started.plan, started.executor
     clock = time.perf_counter()
     watch = EarlyWarnings(on_notice, config.max_infra_retries)
 
@@ -323,7 +356,6 @@ def _execute(
     used = prepared.sandbox_used
     if used is not None and used.applied == "none" and config.sandbox == "auto":
         on_notice(f"this run is not sandboxed: {used.reason}")
-    executor = make_executor(prepared, plan, on_notice)
     try:
         try:
             with _sigterm_as_ctrl_c():

@@ -20,6 +20,7 @@ from agent_eval.run import (
     build_settings,
     execute,
     prepare,
+    starting,
 )
 
 
@@ -63,8 +64,9 @@ def run_one(
         config = build_settings(config)
     prepared = prepare(config)
     record_held_out(prepared)
-    with console.opening(prepared) as observer:
-        report = execute(prepared, observer, on_notice, on_warning)
+    # the first worker starts (and builds) while the console opens
+    with starting(prepared, on_notice) as started, console.opening(prepared) as observer:
+        report = execute(prepared, observer, on_notice, on_warning, started)
     done = OneRun(prepared, report, _test_looks(prepared, report))
     console.closing(done)
     return done

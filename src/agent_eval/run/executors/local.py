@@ -47,6 +47,12 @@ class LocalExecutor:
     def warnings(self) -> list[str]:
         return self._dispatch.warnings
 
+    def start(self) -> None:
+        self._dispatch.start()
+
+    def close(self) -> None:
+        self._dispatch.close()
+
     def run(self, pending: Sequence[int], attempt: TryAttempt, record: Record) -> bool:
         def on_worker(worker: Worker, position: int, stop: threading.Event) -> Scored:
             return attempt(LocalSlot(self._plan, worker), position, stop)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -62,6 +63,9 @@ class Dispatch:
         self._concurrency, self._isolation = concurrency, isolation
         self._notice = notice
         self._noted = threading.Lock()
+        self._redact = Redactor.for_run(None, options)
+        """What the workers print is redacted of the secrets they were given."""
+        self._start: _FirstWorker | None = None
         self.warnings: list[str] = []
 
     def _fallback(self, hazard: str) -> None:
@@ -76,6 +80,26 @@ class Dispatch:
         if self._notice is not None:
             self._notice(message)
 
+    def start(self) -> None:
+        """Begin starting the first worker (the sandbox, the zygote, its build()) in the
+        background, so that it starts while the caller does the rest of its preparing;
+        run() waits for it. Optional: run() starts it if this did not, and close() ends
+        what this started if run() never came."""
+        if self._start is not None:
+            return
+        with contextlib.ExitStack() as stack:  # undone here if a step fails, else by close()
+            scratch = stack.enter_context(run_scratch())
+            log_dir = self._options.get("log_dir")
+            if self._sandbox is not None and log_dir:  # once the workers ended (LIFO)
+                stack.callback(collect_logs, scratch, Path(str(log_dir)), self._redact)
+            starter = start_workers(self._spec, self._options, self._concurrency,
+                                    self._sandbox, scratch, self._redact)  # fmt: skip
+            stack.callback(starter.close)
+            first = make_worker(starter, self._spec, self._options, self._memory,
+                                self._isolation, self._sandbox, slot_folder(scratch, 0),
+                                self._fallback)  # fmt: skip
+            self._start = _FirstWorker(stack.pop_all(), scratch, starter, first)
+
     def run(
         self,
         pending: Sequence[Any],
@@ -87,35 +111,40 @@ class Dispatch:
 
         build() failing in the first worker raises AgentLoadError before anything runs.
         """
-        # what the workers print is redacted of the secrets they were given
-        redact = Redactor.for_run(None, self._options)
-        with run_scratch() as scratch:
-            starter = start_workers(self._spec, self._options, self._concurrency,
-                                    self._sandbox, scratch, redact)  # fmt: skip
+        self.start()
+        try:
+            return self._run(pending, attempt, record)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End the workers, the zygote and the sandbox, and remove the run's scratch."""
+        start, self._start = self._start, None
+        if start is not None:
             try:
-                return self._run(starter, scratch, pending, attempt, record)
+                start.cancel()  # only when run() never came or Ctrl-C cut the start short
             finally:
-                starter.close()
-                if self._sandbox is not None and self._options.get("log_dir"):
-                    collect_logs(scratch, Path(str(self._options["log_dir"])), redact)
+                start.stack.close()
 
     def _run(
         self,
-        starter: Zygote | SandboxedWorkers,
-        scratch: Path,
         pending: Sequence[Any],
         attempt: Callable[[Worker, Any, threading.Event], Any],
         record: Callable[[int, Any], None],
     ) -> bool:
-        count = max(1, min(self._concurrency, len(pending)))
-        workers = [make_worker(starter, self._spec, self._options, self._memory, self._isolation,
-                               self._sandbox, slot_folder(scratch, n), self._fallback)
-                   for n in range(count)]  # fmt: skip
+        start = self._start
+        assert start is not None  # run() starts it
         try:
-            workers[0].start()
+            start.wait()
         except KeyboardInterrupt:
-            workers[0].kill()
             return True
+        count = max(1, min(self._concurrency, len(pending)))
+        workers = [start.first] + [
+            make_worker(start.starter, self._spec, self._options, self._memory, self._isolation,
+                        self._sandbox, slot_folder(start.scratch, n), self._fallback)
+            for n in range(1, count)
+        ]  # fmt: skip
+        start.ran = True
 
         def when_ready(worker: Worker, key: Any, stop: threading.Event) -> Any:
             worker.ready()  # a worker's start is not part of an attempt's time
@@ -149,6 +178,53 @@ class Dispatch:
             if worker.close_warning:
                 self.warnings.append(worker.close_warning)
         return interrupted
+
+
+class _FirstWorker:
+    """The first worker, started in a thread of its own while the run gets ready, with
+    the scratch folder and the starter it was started in."""
+
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        scratch: Path,
+        starter: Zygote | SandboxedWorkers,
+        first: Worker,
+    ) -> None:
+        self.stack, self.scratch, self.starter, self.first = stack, scratch, starter, first
+        self.ran = False
+        """Whether run() took it over (then run() ends it)."""
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._start, name="first-worker", daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            self.first.start()
+        except BaseException as exc:  # raised by wait(), in the caller's thread
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def wait(self) -> None:
+        """Wait for build(); raise what stopped it (AgentLoadError when it failed). On
+        Ctrl-C, the worker is ended before KeyboardInterrupt goes on."""
+        try:
+            self._done.wait()
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """End the worker unless run() took it over, waiting for the thread: a kill
+        before the worker's fork returned finds no process yet, so it is tried again."""
+        if self.ran:
+            return
+        while not self._done.wait(0.05):
+            self.first.kill()
+        self.first.kill()
 
 
 def start_workers(

@@ -9,7 +9,7 @@ results, the journal and trajectories: an executor only returns scored tries.
 - ``ray``: slot groups on the nodes of a Ray cluster (run/executors/ray.py).
 
 A new executor is one module with a class taking ``(prepared, plan)`` and having
-``run`` and ``warnings``, named in ``EXECUTOR_CLASSES``.
+``start``, ``run``, ``close`` and ``warnings``, named in ``EXECUTOR_CLASSES``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,15 @@ Record = Callable[[int, Scored], None]
 class Executor(Protocol):
     warnings: list[str]
     """Warnings for the results file, such as an agent's close() failing."""
+
+    def start(self) -> None:
+        """Begin starting slots in the background while the driver gets ready; run()
+        carries on from there. Optional: run() starts what this did not."""
+        ...
+
+    def close(self) -> None:
+        """End what start() began, when run() never came; after run(), nothing."""
+        ...
 
     def run(self, pending: Sequence[int], attempt: TryAttempt, record: Record) -> bool:
         """Run every pending attempt, ``record`` each as it finishes; True when Ctrl-C

@@ -70,6 +70,12 @@ class RayExecutor:
         self._prepared, self._plan, self._notice = prepared, plan, notice
         self.warnings: list[str] = []
 
+    def start(self) -> None:
+        """Nothing: the cluster is reached, and the slots start, in run()."""
+
+    def close(self) -> None:
+        """Nothing: run() ends what it started."""
+
     def run(self, pending: Sequence[int], attempt: TryAttempt, record: Record) -> bool:
         if not pending:
             return False

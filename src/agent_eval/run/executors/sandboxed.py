@@ -94,6 +94,10 @@ class SandboxedWorkers:
                 hosts = scratch / "hosts"
                 hosts.write_text(f"127.0.0.1\tlocalhost {self._endpoint.name}\n", "ascii")
                 self._hosts = str(hosts)
+        # The first slot's sandbox starts now, in this thread: bubblewrap dies with the
+        # thread that started it (--die-with-parent), and the first worker is started
+        # in a thread that ends once it is built.
+        self._zygote(self._folders[0])
 
     def fork(self, folder: Path | None = None) -> tuple[int, Connection]:
         """Start a worker for the slot of ``folder``: forked in the sandbox, confined to

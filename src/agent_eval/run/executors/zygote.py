@@ -88,7 +88,9 @@ class Zygote:
         self._conn = Connection(mine.detach())
         self._lock = threading.Lock()
         self._conn.send((preload, preload_first))
-        self._conn.recv()
+        self._ready = False
+        """Whether it said it is ready: the caller goes on while it starts, until it
+        asks for the first worker."""
 
     def fork(self, folder: Path | None = None) -> tuple[int, Connection]:
         """A new worker process and the parent's end of its connection (``folder``, the
@@ -102,6 +104,9 @@ class Zygote:
         """Fork a worker that serves on ``channel`` (passed to it), confined to ``slot``
         first when one is given; its pid in the zygote's namespace."""
         with self._lock:
+            if not self._ready:
+                self._conn.recv()
+                self._ready = True
             self._conn.send(("fork", slot))
             reduction.send_handle(self._conn, channel.fileno(), self._process.pid)
             pid: int = self._conn.recv()
