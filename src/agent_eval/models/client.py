@@ -16,6 +16,7 @@ import ssl
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.request import getproxies
@@ -70,6 +71,18 @@ class ChatReply:
     """The model that answered, as the endpoint names it."""
 
 
+_LIVE: weakref.WeakSet[ChatClient] = weakref.WeakSet()
+"""Every client of this process, so that a fork renews their pools as it starts: a spare
+copy of a built worker then does it while it waits for its attempt, not during it."""
+
+
+def _renew_pools() -> None:
+    for client in list(_LIVE):
+        client._renew()
+
+
+os.register_at_fork(after_in_child=_renew_pools)
+
 _FIXES = {
     401: "check --api-key (or OPENAI_API_KEY)",
     403: "check that the API key may use this model",
@@ -90,15 +103,23 @@ class ChatClient:
         self._http = self._pool()
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        _LIVE.add(self)
 
     def _pool(self) -> httpx.Client:
         return httpx.Client(timeout=self.timeout, headers=self._headers, verify=self._tls)
+
+    def _renew(self) -> None:
+        """In a fork: this process's own pool, made as the fork starts (see _session)."""
+        self._lock = threading.Lock()  # one another thread held at the fork stays held
+        self._http, self._pid = self._pool(), os.getpid()
 
     def _session(self) -> httpx.Client:
         """This process's connections. A fork (an attempt's copy of a built worker) opens
         its own rather than use the parent's sockets: on a shared socket, a copy killed
         mid-request leaves its reply to be read by the next copy as the answer to its own
-        request. The parent's pool is dropped, not closed, so nothing is sent on it."""
+        request. The parent's pool is dropped, not closed, so nothing is sent on it. A
+        fork made by os.fork renewed it as it started (_renew_pools); this check covers
+        one that ran no Python fork hooks."""
         if self._pid != os.getpid():
             with self._lock:
                 if self._pid != os.getpid():
