@@ -272,6 +272,9 @@ def starting(
     executor = make_executor(prepared, plan, _redacted(on_notice, redact))
     with _errors_told_plainly(prepared, redact):
         executor.start()
+    # The results' host string runs `uname -p` (about 13 ms): asked now, while the first
+    # worker builds, platform's cache has it when the run ends.
+    threading.Thread(target=platform.platform, name="host", daemon=True).start()
     try:
         yield Started(plan, executor)
     finally:
