@@ -139,6 +139,7 @@ def test_a_run_ended_while_the_console_opens_leaves_nothing_running(
     write_suite: Callable[..., Path],
     write_agent: Callable[[str], Path],
     builds: Builds,
+    alive: Callable[[int], bool],
     fail: BaseException,
 ) -> None:
     """The error (or Ctrl-C) reaches the caller, the built worker is ended, and neither
@@ -147,16 +148,7 @@ def test_a_run_ended_while_the_console_opens_leaves_nothing_running(
     with pytest.raises(type(fail)):
         run_one(config, Console(builds, fail))
     assert len(builds.pids) == 1
-    assert not _alive(builds.pids[0])
+    assert not alive(builds.pids[0])  # killed and reaped before run_one returned
     assert my_scratch() == []
     assert not (tmp_path / "r.json").exists()
     assert list((tmp_path / "traj").glob("*.journal*")) == []
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie that is not yet reaped counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"

@@ -78,6 +78,7 @@ copy of a built worker then does it while it waits for its attempt, not during i
 
 def _renew_pools() -> None:
     for client in list(_LIVE):
+        client._lock = threading.Lock()  # one another thread held at the fork stays held
         client._renew()
 
 
@@ -109,8 +110,7 @@ class ChatClient:
         return httpx.Client(timeout=self.timeout, headers=self._headers, verify=self._tls)
 
     def _renew(self) -> None:
-        """In a fork: this process's own pool, made as the fork starts (see _session)."""
-        self._lock = threading.Lock()  # one another thread held at the fork stays held
+        """In a fork: this process's own pool (see _session)."""
         self._http, self._pid = self._pool(), os.getpid()
 
     def _session(self) -> httpx.Client:
@@ -123,7 +123,7 @@ class ChatClient:
         if self._pid != os.getpid():
             with self._lock:
                 if self._pid != os.getpid():
-                    self._http, self._pid = self._pool(), os.getpid()
+                    self._renew()
         return self._http
 
     def __repr__(self) -> str:

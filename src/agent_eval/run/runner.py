@@ -257,6 +257,14 @@ class Started:
     plan: AttemptPlan
     executor: Executor
 
+    @classmethod
+    def made(
+        cls, prepared: PreparedRun, redact: Redactor, on_notice: Callable[[str], None]
+    ) -> Started:
+        """The run's plan and the executor ``--executor`` names for it (not started)."""
+        plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
+        return cls(plan, make_executor(prepared, plan, on_notice))
+
 
 @contextmanager
 def starting(
@@ -268,17 +276,16 @@ def starting(
     execute() did not run."""
     config = prepared.config
     redact = run_redactor(config.api_key, config.options, config.secret_options)
-    plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
-    executor = make_executor(prepared, plan, _redacted(on_notice, redact))
+    started = Started.made(prepared, redact, _redacted(on_notice, redact))
     with _errors_told_plainly(prepared, redact):
-        executor.start()
+        started.executor.start()
     # The results' host string runs `uname -p` (about 13 ms): asked now, while the first
     # worker builds, platform's cache has it when the run ends.
     threading.Thread(target=platform.platform, name="host", daemon=True).start()
     try:
-        yield Started(plan, executor)
+        yield started
     finally:
-        executor.close()
+        started.executor.close()
 
 
 def execute(
@@ -332,9 +339,7 @@ def _execute(
     if config.shuffle:
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
-    if started is None:
-        plan = replace(_plan(prepared, redact), proxy=prepared.proxy)
-        started = Started(plan, make_executor(prepared, plan, on_notice))
+    started = started or Started.made(prepared, redact, on_notice)
     plan, executor = started.plan, started.executor
     clock = time.perf_counter()
     watch = EarlyWarnings(on_notice, config.max_infra_retries)
