@@ -12,29 +12,20 @@ from __future__ import annotations
 import email.utils
 import json
 import os
-import ssl
-import sys
 import threading
 import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
-from urllib.request import getproxies
-
-# httpx imports its own command-line client (click, rich, pygments: ~70 ms of CPU) whenever
-# those are installed. Nothing here runs it, so that import is declined (httpx then
-# defines a stand-in `main`); every process that talks to a model, workers included,
-# starts lighter.
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-# httpx imports its transport (httpcore, h11) on the first Client, not on import. Importing
-# it here lets a process that preloads this module and forks workers (the harness's
-# zygote) pay for it once, instead of ~40 ms of CPU in every worker.
-import httpcore  # noqa: F401
-import httpx
 
 from agent_eval.errors import ConfigError, ModelEndpointError
+from agent_eval.models.http import (
+    EndpointTimeout,
+    EndpointUnreachable,
+    HttpReply,
+    Pool,
+    open_pool,
+)
 
 
 @dataclass(frozen=True)
@@ -100,31 +91,26 @@ class ChatClient:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # Kept only to scrub it from error text an endpoint might echo back.
         self._secret = api_key or None
-        self._tls = _tls(self.base_url)  # built once: a fork's own pool reuses it
-        self._http = self._pool()
+        self._pool = open_pool(self.base_url, self._headers, timeout)
         self._pid = os.getpid()
         self._lock = threading.Lock()
         _LIVE.add(self)
 
-    def _pool(self) -> httpx.Client:
-        return httpx.Client(timeout=self.timeout, headers=self._headers, verify=self._tls)
-
     def _renew(self) -> None:
         """In a fork: this process's own pool (see _session)."""
-        self._http, self._pid = self._pool(), os.getpid()
+        self._pool, self._pid = self._pool.renewed(), os.getpid()
 
-    def _session(self) -> httpx.Client:
+    def _session(self) -> Pool:
         """This process's connections. A fork (an attempt's copy of a built worker) opens
         its own rather than use the parent's sockets: on a shared socket, a copy killed
         mid-request leaves its reply to be read by the next copy as the answer to its own
-        request. The parent's pool is dropped, not closed, so nothing is sent on it. A
-        fork made by os.fork renewed it as it started (_renew_pools); this check covers
-        one that ran no Python fork hooks."""
+        request. A fork made by os.fork renewed it as it started (_renew_pools); this
+        check covers one that ran no Python fork hooks."""
         if self._pid != os.getpid():
             with self._lock:
                 if self._pid != os.getpid():
                     self._renew()
-        return self._http
+        return self._pool
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.base_url!r}, timeout={self.timeout})"
@@ -137,12 +123,12 @@ class ChatClient:
 
     def close(self) -> None:
         """Release the connection pool."""
-        self._http.close()
+        self._pool.close()
 
     @property
     def is_closed(self) -> bool:
         """True once :meth:`close` has run; a closed client sends nothing."""
-        return self._http.is_closed
+        return self._pool.is_closed
 
     def chat(
         self,
@@ -201,9 +187,11 @@ class ChatClient:
         """
         root = self.base_url.removesuffix("/v1")
         try:
-            response = self._session().get(f"{root}/health", timeout=min(self.timeout, 10.0))
+            response = self._session().request(
+                "GET", f"{root}/health", timeout=min(self.timeout, 10.0)
+            )
             data = response.json() if response.status_code == 200 else {}
-        except (httpx.HTTPError, ValueError):
+        except (EndpointTimeout, EndpointUnreachable, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -214,11 +202,11 @@ class ChatClient:
         The embedded server advises ``json`` for a model too small for native tool calls.
         """
         try:
-            response = self._session().get(
-                f"{self.base_url}/models", timeout=min(self.timeout, 10.0)
+            response = self._session().request(
+                "GET", f"{self.base_url}/models", timeout=min(self.timeout, 10.0)
             )
             data = response.json() if response.status_code == 200 else {}
-        except (httpx.HTTPError, ValueError):
+        except (EndpointTimeout, EndpointUnreachable, ValueError):
             return None
         entries = data.get("data") if isinstance(data, dict) else None
         for entry in entries if isinstance(entries, list) else []:
@@ -236,12 +224,12 @@ class ChatClient:
         """
         url = f"{self.base_url}/models"
         try:
-            response = self._session().get(url, timeout=min(self.timeout, timeout))
-        except httpx.TimeoutException:
+            response = self._session().request("GET", url, timeout=min(self.timeout, timeout))
+        except EndpointTimeout:
             raise ModelEndpointError(
                 f"model endpoint {self.base_url} did not answer within {timeout:g}s", "timeout"
             ) from None
-        except httpx.TransportError as exc:
+        except EndpointUnreachable as exc:
             raise ModelEndpointError(
                 f"cannot reach model endpoint {self.base_url} ({self._scrub(str(exc))})",
                 "connection",
@@ -257,19 +245,19 @@ class ChatClient:
             return None
         return listed or None
 
-    def _post(self, path: str, **fields: Any) -> tuple[httpx.Response, float]:
+    def _post(self, path: str, **fields: Any) -> tuple[HttpReply, float]:
         """POST the fields that are set (None means "the server's default") as JSON."""
         body = {k: v for k, v in fields.items() if v is not None}
         url = f"{self.base_url}{path}"
         started = time.perf_counter()
         try:
-            response = self._session().post(url, json=body)
-        except httpx.TimeoutException:
+            response = self._session().request("POST", url, body)
+        except EndpointTimeout:
             raise ModelEndpointError(
                 f"model endpoint {self.base_url} did not answer within {self.timeout:g}s",
                 "timeout",
             ) from None
-        except httpx.TransportError as exc:
+        except EndpointUnreachable as exc:
             raise ModelEndpointError(
                 f"cannot reach model endpoint {self.base_url} ({self._scrub(str(exc))}); "
                 "is the server running?",
@@ -279,7 +267,7 @@ class ChatClient:
         self._raise_for_status(response)
         return response, seconds
 
-    def _raise_for_status(self, response: httpx.Response) -> None:
+    def _raise_for_status(self, response: HttpReply) -> None:
         status = response.status_code
         if status < 400:
             return
@@ -296,7 +284,7 @@ class ChatClient:
         fix = _FIXES.get(status, "check --model, --base-url and --option tool_mode=json")
         raise ConfigError(f"{where} refused the request (HTTP {status}): {detail}; {fix}")
 
-    def _parse(self, response: httpx.Response, model: str, seconds: float) -> ChatReply:
+    def _parse(self, response: HttpReply, model: str, seconds: float) -> ChatReply:
         where = f"model endpoint {self.base_url}"
         try:
             data = response.json()
@@ -321,7 +309,7 @@ class ChatClient:
             model=str(data.get("model") or model),
         )
 
-    def _parse_text(self, response: httpx.Response, model: str, seconds: float) -> ChatReply:
+    def _parse_text(self, response: HttpReply, model: str, seconds: float) -> ChatReply:
         try:
             data = response.json()
             choice = data["choices"][0]
@@ -348,23 +336,6 @@ class ChatClient:
         return text.replace(self._secret, "***") if self._secret else text
 
 
-# Trusts no certificate, so any TLS through it fails rather than goes unverified.
-_NO_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-def _tls(base_url: str) -> ssl.SSLContext:
-    """The TLS setting for an endpoint: httpx's default (verified) unless none is needed.
-
-    httpx's default context loads the CA bundle, ~35 ms of CPU, so it is built once per
-    client and not for each process's pool; a plain-http endpoint reached directly never
-    uses TLS and skips it. A proxy (which httpx takes from the environment) may speak
-    TLS, so with one the default stays.
-    """
-    if base_url.lower().startswith("http://") and not getproxies():
-        return _NO_TLS
-    return httpx.create_ssl_context()
-
-
 def _tool_call(index: int, raw: Any) -> ToolCall:
     function = raw.get("function", {}) if isinstance(raw, dict) else {}
     arguments = function.get("arguments", "")
@@ -389,7 +360,7 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(response: HttpReply) -> str:
     try:
         data = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
