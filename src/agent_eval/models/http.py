@@ -102,6 +102,8 @@ class DirectPool:
     def __init__(self, base_url: str, headers: dict[str, str], timeout: float) -> None:
         parts = urlsplit(base_url)
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 80
+        self._origin = f"{parts.scheme}://{parts.netloc}"
+        """What a request's URL starts with; the rest (path and query) is sent as is."""
         self._headers = {**headers, "Content-Type": "application/json", "User-Agent": "agent-eval"}
         self._timeout = timeout
         self._idle: list[http.client.HTTPConnection] = []
@@ -126,8 +128,9 @@ class DirectPool:
         if connection.sock is not None:
             connection.sock.settimeout(limit)
         try:
+            target = url[len(self._origin) :] if url.startswith(self._origin) else url
             connection.request(
-                method, urlsplit(url).path, None if body is None else encode(body), self._headers
+                method, target, None if body is None else encode(body), self._headers
             )
             response = connection.getresponse()
             content = response.read()
