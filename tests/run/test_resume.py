@@ -212,8 +212,9 @@ def test_resume_refuses_a_changed_suite(
     write_agent(SLOW_AGENT)
     write_suite([{"id": f"t{i}", "task": "q"} for i in range(8)])
     proc = start(tmp_path, "part.json")
-    while not (tmp_path / "calls.log").exists():
-        time.sleep(0.02)
+    journal = tmp_path / "part.json.journal.jsonl"
+    while len(journal.read_bytes().splitlines() if journal.exists() else []) < 2:
+        time.sleep(0.02)  # an attempt is journaled: there is a run to resume
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     write_suite([{"id": f"t{i}", "task": "changed"} for i in range(8)])

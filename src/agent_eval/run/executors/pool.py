@@ -276,13 +276,19 @@ def serve_all(
     """One dispatcher thread per slot, each taking the next pending attempt and
     recording it as it finishes; True when Ctrl-C cut the run short. The first Ctrl-C
     drains; a second sets ``killed`` and calls ``kill``. A dispatcher's failure stops
-    the others and is raised here."""
+    the others and is raised here.
+
+    No dispatcher takes an attempt until every one has started: a Ctrl-C while they
+    start (Thread.start waits, so it can land there) then leaves nothing running, and
+    goes on as KeyboardInterrupt instead of closing workers under a running attempt.
+    """
     jobs, taking = enumerate(pending), threading.Lock()
-    stop = threading.Event()
+    stop, go = threading.Event(), threading.Event()
     failures: list[BaseException] = []
 
     def serve(slot: S, done: threading.Event) -> None:
         try:
+            go.wait()
             while not stop.is_set():
                 with taking:
                     job = next(jobs, None)
@@ -300,9 +306,14 @@ def serve_all(
             done.set()
 
     finished = [threading.Event() for _ in slots]
-    for pair in zip(slots, finished, strict=True):
-        threading.Thread(target=serve, args=pair, daemon=True).start()
-    interrupted = _wait(finished, stop, killed, kill)
+    try:
+        for pair in zip(slots, finished, strict=True):
+            threading.Thread(target=serve, args=pair, daemon=True).start()
+        interrupted = _wait(finished, stop, killed, kill, go)
+    except KeyboardInterrupt:  # before go: no attempt began, so there is nothing to drain
+        stop.set()
+        go.set()
+        raise
     if failures:
         raise failures[0]
     return interrupted
@@ -313,8 +324,9 @@ def _wait(
     stop: threading.Event,
     killed: threading.Event,
     kill: Callable[[], None],
+    go: threading.Event,
 ) -> bool:
-    """Wait for the dispatchers; first Ctrl-C drains, second Ctrl-C kills.
+    """Let the dispatchers go, then wait for them; first Ctrl-C drains, second kills.
 
     Waits on events rather than Thread.join: a join cut short by KeyboardInterrupt can
     leave a live thread looking finished, and the workers would be closed under it.
@@ -322,6 +334,7 @@ def _wait(
     interrupted = False
     while not all(done.is_set() for done in finished):
         try:
+            go.set()  # here, where a Ctrl-C is caught, rather than before the try
             for done in finished:
                 done.wait(0.1)
         except KeyboardInterrupt:
