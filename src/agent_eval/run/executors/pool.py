@@ -29,18 +29,22 @@ S = TypeVar("S")
 """A slot: a worker process here, a slot of a Ray slot group there."""
 
 
-def preload_for(spec: str) -> list[str]:
-    """What the zygote imports: the harness's modules, and a shipped agent's own module.
+def preload_for(spec: str, base_url: str | None) -> list[str]:
+    """What the zygote imports: the harness's modules, what a model client for
+    ``base_url`` needs, and a shipped agent's own module.
 
     A user's agent module is never preloaded: its import might start threads, and a
     fork does not carry threads along.
     """
+    from agent_eval.models.http import pool_modules  # the parent may reach no endpoint
+
+    modules = PRELOAD + pool_modules(base_url)
     if spec.startswith("builtin:"):
         from agent_eval.agents import BUILTIN_AGENTS
 
         target = BUILTIN_AGENTS.get(spec.removeprefix("builtin:"), "")
-        return [*PRELOAD, target.partition(":")[0]] if target else PRELOAD
-    return PRELOAD
+        return [*modules, target.partition(":")[0]] if target else modules
+    return modules
 
 
 class Dispatch:
@@ -240,7 +244,8 @@ def start_workers(
     With one slot, a worker imports only what its agent does, sandboxed or not (the
     zygote forks it before its imports): a preloaded worker is larger, so each copy it
     forks for an attempt costs more to make and to end."""
-    preload = preload_for(spec)
+    seen = options if sandbox is None else inside_options(options, sandbox)
+    preload = preload_for(spec, seen.get("base_url"))
     if sandbox is not None:
         return SandboxedWorkers(sandbox, preload, scratch, options.get("base_url"), redact, slots)
     return Zygote(preload, preload_first=slots > 1, redact=redact)
