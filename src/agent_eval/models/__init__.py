@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         parse_action,
     )
     from agent_eval.models.client import ChatClient, ChatReply
+    from agent_eval.models.http import pool_modules
     from agent_eval.models.local_engine import INSTALL_ADVICE
     from agent_eval.models.local_server import LocalModelServer, wait_healthy
     from agent_eval.models.mock_server import serve
@@ -33,6 +34,7 @@ __all__ = [
     "is_whole_object",
     "json_schema_format",
     "parse_action",
+    "pool_modules",
     "serve",
     "wait_healthy",
 ]
@@ -49,6 +51,7 @@ _LAZY = {
     "is_whole_object": "agent_eval.models.actions:is_whole_object",
     "json_schema_format": "agent_eval.models.actions:json_schema_format",
     "parse_action": "agent_eval.models.actions:parse_action",
+    "pool_modules": "agent_eval.models.http:pool_modules",
     "serve": "agent_eval.models.mock_server:serve",
     "wait_healthy": "agent_eval.models.local_server:wait_healthy",
 }

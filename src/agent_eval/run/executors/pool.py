@@ -36,7 +36,7 @@ def preload_for(spec: str, base_url: str | None) -> list[str]:
     A user's agent module is never preloaded: its import might start threads, and a
     fork does not carry threads along.
     """
-    from agent_eval.models.http import pool_modules  # the parent may reach no endpoint
+    from agent_eval.models import pool_modules  # the parent may reach no endpoint
 
     modules = PRELOAD + pool_modules(base_url)
     if spec.startswith("builtin:"):
