@@ -251,6 +251,35 @@ def test_an_https_endpoint_with_a_trusted_certificate_answers(
         assert client.chat("m", USER).content == "secure"
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_run_reaches_an_https_endpoint_from_its_workers(
+    tls_endpoint: tuple[str, Path],
+    write_suite: Callable[..., Path],
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    sandbox: str,
+) -> None:
+    """Workers of a TLS endpoint's run speak TLS (through httpx, which only they import),
+    across the sandbox's relay too, and trust the certificates SSL_CERT_FILE names, which
+    a sandbox shows them read-only."""
+    base_url, made = tls_endpoint
+    cert = tmp_path_factory.mktemp("trusted") / "ca.pem"  # not in the suite's folder: hidden
+    cert.write_bytes(made.read_bytes())
+    tasks = [{"id": f"t{i}", "task": "q", "expect_in_answer": ["secure"]} for i in range(3)]
+    write_suite(tasks)
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
+         "--tasks", "suite.json", "--base-url", base_url, "--model", "m", "--api-key", "k",
+         "--no-preflight", "--concurrency", "2", "--sandbox", sandbox, "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**env, "SSL_CERT_FILE": str(cert)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert [(row["answer"], row["checks"]["passed"]) for row in rows] == [("secure", True)] * 3
+
+
 def test_a_text_completion_carries_text_usage_and_seed(mock_model: Start) -> None:
     usage = {"prompt_tokens": 5, "completion_tokens": 2}
     server = mock_model({"replies": [{"content": " blue", "usage": usage}]})

@@ -57,7 +57,7 @@ from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.early_warnings import EarlyWarnings
 from agent_eval.run.executors.protocol import Executor, Slot, executor_class, make_executor
 from agent_eval.run.executors.sandboxed import resolve as resolve_sandbox
-from agent_eval.run.executors.sandboxed import visible_folder
+from agent_eval.run.executors.sandboxed import trust_stores, visible_folder
 from agent_eval.run.observers import AttemptObserver
 from agent_eval.run.outputs import BackgroundWriter, InOrder
 from agent_eval.run.preflight import check_endpoint
@@ -155,8 +155,9 @@ def prepare(config: RunConfig) -> PreparedRun:
 def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
     """The run's sandbox: what it hides (the run's own files, the suite and its hidden
     checks) and what it shows besides the system and Python, read-only: the current
-    folder, the index, a module agent's folder, and the documents every attempt gets a
-    copy of (so that build() indexes them once, as without the sandbox)."""
+    folder, the index, a module agent's folder, the certificates the environment trusts,
+    and the documents every attempt gets a copy of (so that build() indexes them once,
+    as without the sandbox)."""
     config, suite_file = prepared.config, prepared.loaded.path
     hidden_checks = [suite_file.parent / check.with_files
                      for task in prepared.tasks for check in task.expect_state
@@ -168,7 +169,7 @@ def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
         hide=[Path.home(), suite_file, suite_file.parent, *hidden_checks, config.trajectory_dir,
               prepared.journal_path, config.out, config.labbook, config.resume, *out_folders],
         keep=[visible_folder(Path.cwd()), config.index, prepared.source,
-              *_agent_folders(config.agent)],
+              *_agent_folders(config.agent), *trust_stores()],
         workspace_mb=config.max_workspace_mb,
     )  # fmt: skip
 

@@ -23,6 +23,7 @@ from agent_eval.lazy import lazy_getattr
 if TYPE_CHECKING:
     from agent_eval.sandbox import pids, reaper, slot
     from agent_eval.sandbox.bwrap import (
+        TRUST_STORE_ENV,
         Sandbox,
         bwrap_binary,
         can_be_private,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "TRUST_STORE_ENV",
     "Endpoint",
     "ModelRelay",
     "Sandbox",
@@ -53,6 +55,7 @@ __all__ = [
 
 
 _LAZY = {
+    "TRUST_STORE_ENV": "agent_eval.sandbox.bwrap:TRUST_STORE_ENV",
     "Endpoint": "agent_eval.sandbox.relay:Endpoint",
     "ModelRelay": "agent_eval.sandbox.relay:ModelRelay",
     "Sandbox": "agent_eval.sandbox.bwrap:Sandbox",

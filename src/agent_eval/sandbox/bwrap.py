@@ -42,6 +42,9 @@ SYSTEM_SECRETS = (
     "/etc/security/opasswd",
 )
 """Files in the system folders that are nobody's business inside (masked when present)."""
+TRUST_STORE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+"""Where the certificates to trust are (paths, not secrets): a TLS endpoint signed by a
+private CA is verified inside as outside, with what they name shown read-only."""
 ENV_ALLOWED = (
     "PATH",
     "LANG",
@@ -60,6 +63,7 @@ ENV_ALLOWED = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
     "DISABLE_TQDM",
+    *TRUST_STORE_ENV,
 )
 """The only variables that cross into a sandbox: no key, token or cloud secret does."""
 SHM_MB = 64

@@ -34,6 +34,7 @@ from agent_eval.results import SandboxUsed
 from agent_eval.run.executors.zygote import NO_BACKGROUND_THREADS, Zygote
 from agent_eval.run.workspace import scratch_parent, slot_folder, slot_logs
 from agent_eval.sandbox import (
+    TRUST_STORE_ENV,
     Endpoint,
     ModelRelay,
     Sandbox,
@@ -257,6 +258,13 @@ def _no_place_for_slots() -> str | None:
         return None
     return (f"the run's scratch folder would be in /tmp ({parent}), which each slot "
             "replaces with its own: set TMPDIR to a folder outside /tmp")  # fmt: skip
+
+
+def trust_stores() -> list[Path]:
+    """The folders of the certificates the environment says to trust (SSL_CERT_FILE's
+    folder, SSL_CERT_DIR), to be seen read-only inside, as the variables are."""
+    named = [Path(os.environ[name]) for name in TRUST_STORE_ENV if os.environ.get(name)]
+    return [path if path.is_dir() else path.parent for path in named if path.exists()]
 
 
 def visible_folder(cwd: Path) -> Path | None:
