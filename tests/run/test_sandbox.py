@@ -29,6 +29,7 @@ import pytest
 
 from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.models.mock_server import MockModelServer
+from agent_eval.run.executors.sandboxed import trust_stores
 from agent_eval.run.runner import RunReport, execute, prepare
 from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox.bwrap import unavailable
@@ -704,3 +705,13 @@ def test_build_reads_the_documents_every_attempt_copies_and_cannot_change_them(
     seen = json.loads((tmp_path / "traj" / "build.json").read_text(encoding="utf-8"))
     assert seen == {"files": ["notes.md"], "write": "Read-only file system"}
     assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["notes.md"]
+
+
+def test_the_trust_store_variables_show_their_folders_never_the_root_or_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ca.pem").write_text("certificate")
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    for shown_nothing in ("/", str(Path.home()), str(Path.home().parent), str(tmp_path / "no")):
+        monkeypatch.setenv("SSL_CERT_DIR", shown_nothing)
+        assert trust_stores() == [tmp_path.resolve()], shown_nothing

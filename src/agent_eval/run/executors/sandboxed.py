@@ -262,13 +262,16 @@ def _no_place_for_slots() -> str | None:
 
 def trust_stores() -> list[Path]:
     """The folders of the certificates the environment says to trust (SSL_CERT_FILE's
-    folder, SSL_CERT_DIR), to be seen read-only inside, as the variables are."""
+    folder, SSL_CERT_DIR), to be seen read-only inside, as the variables are; never the
+    root or a folder that holds the home folder."""
     named = [Path(os.environ[name]) for name in TRUST_STORE_ENV if os.environ.get(name)]
-    return [path if path.is_dir() else path.parent for path in named if path.exists()]
+    shown = [visible_folder(path if path.is_dir() else path.parent) for path in named
+             if path.exists()]  # fmt: skip
+    return [folder for folder in shown if folder is not None]
 
 
-def visible_folder(cwd: Path) -> Path | None:
-    """The current folder, to be seen read-only inside, unless it is the home folder or
-    holds it (then only what the agent needs is shown)."""
-    here, home = cwd.resolve(), Path.home().resolve()
+def visible_folder(folder: Path) -> Path | None:
+    """``folder`` (the current one), to be seen read-only inside, unless it is the root,
+    the home folder or holds it (then only what the agent needs is shown)."""
+    here, home = folder.resolve(), Path.home().resolve()
     return None if here == Path("/") or home.is_relative_to(here) else here
