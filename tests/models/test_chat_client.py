@@ -280,6 +280,30 @@ def test_a_run_reaches_an_https_endpoint_from_its_workers(
     assert [(row["answer"], row["checks"]["passed"]) for row in rows] == [("secure", True)] * 3
 
 
+def test_a_sandboxed_run_says_it_cannot_show_a_certificate_in_the_home_folder(
+    tls_endpoint: tuple[str, Path], write_suite: Callable[..., Path], tmp_path: Path
+) -> None:
+    base_url, made = tls_endpoint
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ca.pem").write_bytes(made.read_bytes())
+    write_suite([{"id": "t0", "task": "q", "expect_in_answer": ["secure"]}])
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
+         "--tasks", "suite.json", "--base-url", base_url, "--model", "m", "--api-key", "k",
+         "--no-preflight", "--max-infra-retries", "0", "--sandbox", "on", "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**env, "HOME": str(home), "SSL_CERT_FILE": str(home / "ca.pem")},
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        f"Note: SSL_CERT_FILE {home / 'ca.pem'}: the sandbox shows no certificate from the "
+        "home folder or the root, so inside it is not trusted; keep it in a folder of its "
+        "own, or --sandbox off"
+    ) in done.stderr, done.stderr
+
+
 def test_a_text_completion_carries_text_usage_and_seed(mock_model: Start) -> None:
     usage = {"prompt_tokens": 5, "completion_tokens": 2}
     server = mock_model({"replies": [{"content": " blue", "usage": usage}]})

@@ -29,7 +29,7 @@ import pytest
 
 from agent_eval.errors import ConfigError, ResultsError
 from agent_eval.models.mock_server import MockModelServer
-from agent_eval.run.executors.sandboxed import trust_stores
+from agent_eval.run.executors.sandboxed import trust_stores, unshown_trust_stores
 from agent_eval.run.runner import RunReport, execute, prepare
 from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox.bwrap import unavailable
@@ -715,3 +715,5 @@ def test_the_trust_store_variables_show_their_folders_never_the_root_or_home(
     for shown_nothing in ("/", str(Path.home()), str(Path.home().parent), str(tmp_path / "no")):
         monkeypatch.setenv("SSL_CERT_DIR", shown_nothing)
         assert trust_stores() == [tmp_path.resolve()], shown_nothing
+        said = [] if shown_nothing.endswith("no") else [f"SSL_CERT_DIR {shown_nothing}"]
+        assert unshown_trust_stores() == said

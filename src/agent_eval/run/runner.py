@@ -57,7 +57,11 @@ from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.early_warnings import EarlyWarnings
 from agent_eval.run.executors.protocol import Executor, Slot, executor_class, make_executor
 from agent_eval.run.executors.sandboxed import resolve as resolve_sandbox
-from agent_eval.run.executors.sandboxed import trust_stores, visible_folder
+from agent_eval.run.executors.sandboxed import (
+    trust_stores,
+    unshown_trust_stores,
+    visible_folder,
+)
 from agent_eval.run.observers import AttemptObserver
 from agent_eval.run.outputs import BackgroundWriter, InOrder
 from agent_eval.run.preflight import check_endpoint
@@ -365,6 +369,11 @@ def _execute(
     used = prepared.sandbox_used
     if used is not None and used.applied == "none" and config.sandbox == "auto":
         on_notice(f"this run is not sandboxed: {used.reason}")
+    for store in unshown_trust_stores() if prepared.sandbox is not None else []:
+        on_notice(
+            f"{store}: the sandbox shows no certificate from the home folder or the root, "
+            "so inside it is not trusted; keep it in a folder of its own, or --sandbox off"
+        )
     try:
         try:
             with _sigterm_as_ctrl_c():

@@ -264,10 +264,21 @@ def trust_stores() -> list[Path]:
     """The folders of the certificates the environment says to trust (SSL_CERT_FILE's
     folder, SSL_CERT_DIR), to be seen read-only inside, as the variables are; never the
     root or a folder that holds the home folder."""
-    named = [Path(os.environ[name]) for name in TRUST_STORE_ENV if os.environ.get(name)]
-    shown = [visible_folder(path if path.is_dir() else path.parent) for path in named
-             if path.exists()]  # fmt: skip
+    shown = [visible_folder(folder) for folder in _trust_store_folders().values()]
     return [folder for folder in shown if folder is not None]
+
+
+def unshown_trust_stores() -> list[str]:
+    """The trust-store variables whose folder the sandbox will not show (the root, or one
+    that holds the home folder), each as ``NAME path``: inside, they trust nothing."""
+    return [f"{name} {os.environ[name]}" for name, folder in _trust_store_folders().items()
+            if visible_folder(folder) is None]  # fmt: skip
+
+
+def _trust_store_folders() -> dict[str, Path]:
+    named = {name: Path(os.environ[name]) for name in TRUST_STORE_ENV if os.environ.get(name)}
+    return {name: path if path.is_dir() else path.parent
+            for name, path in named.items() if path.exists()}  # fmt: skip
 
 
 def visible_folder(folder: Path) -> Path | None:
