@@ -251,6 +251,20 @@ def test_an_https_endpoint_with_a_trusted_certificate_answers(
         assert client.chat("m", USER).content == "secure"
 
 
+def run_minimal(
+    folder: Path, base_url: str, env: dict[str, str], *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """`agent-eval run` of builtin:minimal on folder's suite.json, with env added and no
+    proxy variables."""
+    unproxied = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    return subprocess.run(
+        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
+         "--tasks", "suite.json", "--base-url", base_url, "--model", "m", "--api-key", "k",
+         "--no-preflight", "--out", "r.json", *flags],
+        cwd=folder, capture_output=True, text=True, timeout=120, env={**unproxied, **env},
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 def test_a_run_reaches_an_https_endpoint_from_its_workers(
     tls_endpoint: tuple[str, Path],
@@ -267,14 +281,8 @@ def test_a_run_reaches_an_https_endpoint_from_its_workers(
     cert.write_bytes(made.read_bytes())
     tasks = [{"id": f"t{i}", "task": "q", "expect_in_answer": ["secure"]} for i in range(3)]
     write_suite(tasks)
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
-         "--tasks", "suite.json", "--base-url", base_url, "--model", "m", "--api-key", "k",
-         "--no-preflight", "--concurrency", "2", "--sandbox", sandbox, "--out", "r.json"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**env, "SSL_CERT_FILE": str(cert)},
-    )  # fmt: skip
+    done = run_minimal(tmp_path, base_url, {"SSL_CERT_FILE": str(cert)},
+                       "--concurrency", "2", "--sandbox", sandbox)  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [(row["answer"], row["checks"]["passed"]) for row in rows] == [("secure", True)] * 3
@@ -288,14 +296,8 @@ def test_a_sandboxed_run_says_it_cannot_show_a_certificate_in_the_home_folder(
     home.mkdir()
     (home / "ca.pem").write_bytes(made.read_bytes())
     write_suite([{"id": "t0", "task": "q", "expect_in_answer": ["secure"]}])
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_eval", "run", "--agent", "builtin:minimal",
-         "--tasks", "suite.json", "--base-url", base_url, "--model", "m", "--api-key", "k",
-         "--no-preflight", "--max-infra-retries", "0", "--sandbox", "on", "--out", "r.json"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**env, "HOME": str(home), "SSL_CERT_FILE": str(home / "ca.pem")},
-    )  # fmt: skip
+    env = {"HOME": str(home), "SSL_CERT_FILE": str(home / "ca.pem")}
+    done = run_minimal(tmp_path, base_url, env, "--max-infra-retries", "0", "--sandbox", "on")
     assert done.returncode != 0
     assert (
         f"Note: SSL_CERT_FILE {home / 'ca.pem'}: the sandbox shows no certificate from the "

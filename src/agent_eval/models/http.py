@@ -86,9 +86,7 @@ def open_pool(base_url: str, headers: dict[str, str], timeout: float) -> Pool:
     """A pool for ``base_url`` that sends ``headers`` with every request."""
     if _reached_directly(base_url):
         return DirectPool(base_url, headers, timeout)
-    import httpx
-
-    return HttpxPool(headers, timeout, httpx.create_ssl_context())
+    return HttpxPool(headers, timeout)
 
 
 def pool_modules(base_url: str | None) -> list[str]:
@@ -198,9 +196,13 @@ class HttpxPool:
     """httpx's pool, for TLS (verified with httpx's trust store, built once per client:
     loading it is ~35 ms of CPU) and for proxies."""
 
-    def __init__(self, headers: dict[str, str], timeout: float, tls: ssl.SSLContext) -> None:
-        import httpx
+    def __init__(
+        self, headers: dict[str, str], timeout: float, tls: ssl.SSLContext | None = None
+    ) -> None:
+        import httpx  # here only: see HTTPX_MODULES
 
+        self._httpx = httpx
+        tls = tls or httpx.create_ssl_context()
         self._settings = (headers, timeout, tls)
         self._client = httpx.Client(timeout=timeout, headers=headers, verify=tls)
 
@@ -212,8 +214,7 @@ class HttpxPool:
     def request(
         self, method: str, url: str, body: Any | None = None, timeout: float | None = None
     ) -> HttpReply:
-        import httpx
-
+        httpx = self._httpx
         limit = self._settings[1] if timeout is None else timeout
         try:
             response = self._client.request(method, url, json=body, timeout=limit)
