@@ -258,3 +258,42 @@ def test_an_attempt_stopped_mid_request_leaves_the_next_its_own_connection(
     assert rows["a-stopped"]["failure_class"] == "over_budget", done.stderr
     assert rows["b-next"]["failure_class"] == "passed", rows["b-next"]
     assert [r["fault"] for r in server.requests] == ["timeout", None]
+
+
+# Leaves a thread and a child process in a session of its own writing a file in the slot's
+# folder, which the next attempt there shares, and answers "haunted" when it finds that
+# file written again after it removed it: something an earlier attempt left is at work.
+HAUNTS = """
+import os, pathlib, subprocess, sys, threading, time
+
+def run_task(task, options):
+    ghost = pathlib.Path(options["workspace"]).parent.parent / "ghost"  # in the slot
+    ghost.unlink(missing_ok=True)
+    time.sleep(0.3)
+    haunted = ghost.exists()
+    def write():
+        while True:
+            ghost.write_text("thread")
+            time.sleep(0.005)
+    threading.Thread(target=write, daemon=True).start()
+    loop = "import pathlib, sys, time\\nwhile True:\\n"
+    loop += "    pathlib.Path(sys.argv[1]).write_text('child')\\n    time.sleep(0.005)\\n"
+    subprocess.Popen([sys.executable, "-c", loop, str(ghost)], start_new_session=True)
+    time.sleep(0.05)
+    return {"answer": "haunted" if haunted else "clean", "steps": 1, "tokens": 1}
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_nothing_an_attempt_leaves_running_writes_after_it_ends(
+    tmp_path: Path, write_agent: Callable[[str], Path], write_suite: Callable[..., Path],
+    sandbox: str,
+) -> None:  # fmt: skip
+    """A copy that has answered is stopped and killed before its attempt is scored, with
+    its threads, and what it started ends first: the next attempt in the slot finds
+    nobody writing. Its memory is torn down after that, while the run goes on."""
+    write_agent(HAUNTS)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["clean"]} for i in range(3)])
+    done = cli(tmp_path, "--repeats", "2", "--concurrency", "1", "--sandbox", sandbox)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [passed for _, _, passed, _ in attempts(done.stdout)] == [True] * 6

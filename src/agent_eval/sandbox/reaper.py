@@ -33,16 +33,18 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def children() -> list[int]:
-    """This process's child processes, zombies included (empty without /proc)."""
+def children(of: int | None = None) -> list[int]:
+    """The child processes of process ``of`` (this one by default), zombies included
+    (empty without /proc)."""
     found: list[int] = []
+    process = f"/proc/{'self' if of is None else of}"
     try:
-        tasks = os.listdir("/proc/self/task")
+        tasks = os.listdir(f"{process}/task")
     except OSError:
         return found
     for task in tasks:
         try:
-            with open(f"/proc/self/task/{task}/children", encoding="ascii") as handle:
+            with open(f"{process}/task/{task}/children", encoding="ascii") as handle:
                 found.extend(int(pid) for pid in handle.read().split())
         except OSError:
             continue

@@ -15,7 +15,7 @@ copies, ``("kill", pid)`` for a copy past its time, and ``("close",)``. Worker t
 ``("ready", scaffold, hazard)`` or ``("failed", reason)``; a reply per attempt run
 in-process; with copies, ``("copy", pid)`` followed by the copy's own connection (a
 passed file descriptor) for each copy made ready, and ``("ended", pid, exit code)`` for
-every copy once it and everything its attempt started are gone (so the parent scores a
+every copy once nothing its attempt started can change anything (so the parent scores a
 world nobody still changes); ``("closed", warning)`` last. A copy reads one ``("run",
 task, options)`` on its own connection and answers it there, so an attempt's round trip
 never passes through the worker.
@@ -34,7 +34,7 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -146,9 +146,19 @@ def _serve_in_process(conn: Connection, agent: Agent, setup: AttemptSetup) -> No
 
 
 def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
-    """Keep SPARE_COPIES unused copies ready for the parent; reap every copy that ends."""
+    """Keep SPARE_COPIES unused copies ready for the parent; end every copy whose
+    attempt is over, and reap it."""
     copies: dict[int, AttemptFork] = {}
     """Live copies by the worker's end of their status pipe."""
+    dying: set[int] = set()
+    """Copies killed while stopped, not yet reaped: each tears its memory down while
+    the parent scores its attempt."""
+
+    def end(copy: AttemptFork) -> int:
+        code, reaped = copy.end(keep={other.pid for other in copies.values()} | dying)
+        if not reaped:
+            dying.add(copy.pid)
+        return code
 
     def make_ready() -> None:
         copy = AttemptFork.fork(conn, agent.run_task, setup)
@@ -162,6 +172,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
     try:
         while True:
             ready, _, _ = select.select([conn.fileno(), *copies], [], [])
+            _reap(dying, wait=False)
             for fd in ready:
                 if fd == conn.fileno():
                     try:
@@ -169,9 +180,9 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                     except EOFError:
                         return
                     if message[0] == "close":
-                        for copy in copies.values():
-                            copy.end()
-                        copies.clear()
+                        while copies:
+                            end(copies.popitem()[1])
+                        _reap(dying, wait=True)
                         _close(conn, agent)
                         return
                     if message[0] == "kill":  # past its time: "ended" follows, as for any
@@ -186,14 +197,23 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                 copy.replied = REPLIED in news
                 if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
-                    code = copy.end()  # and with it anything the attempt left running
-                    end_strays({other.pid for other in copies.values()})
+                    code = end(copy)  # and with it anything the attempt left running
                     conn.send(("ended", copy.pid, code))  # the parent scores once it hears
                 if taken:  # after "ended": the next spare's fork is not the parent's wait
                     make_ready()
     finally:
-        for copy in copies.values():
-            copy.end()
+        while copies:
+            end(copies.popitem()[1])
+        _reap(dying, wait=True)
+
+
+def _reap(dying: set[int], wait: bool) -> None:
+    """Reap the killed copies that have ended (all of them, waiting, with ``wait``)."""
+    for pid in list(dying):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, 0 if wait else os.WNOHANG)[0] == 0:
+                continue
+        dying.discard(pid)
 
 
 @dataclass
@@ -234,14 +254,29 @@ class AttemptFork:
             os.setpgid(pid, pid)
         return cls(pid, status_read, parent_end.detach())
 
-    def end(self) -> int:
-        """End the copy and anything it left running, reap it, and return its exit code
-        (-N for signal N). The group is killed while the copy is still unreaped, so its
-        id cannot yet belong to another process."""
-        kill_group(self.pid)
+    def end(self, keep: Collection[int]) -> tuple[int, bool]:
+        """End the copy and anything it left running; return its exit code (-N for
+        signal N) and whether it was reaped. ``keep``: the worker's other children.
+
+        The copy is stopped first (one that has answered stops itself). Stopped, with
+        what it left ended and no child of its own, it can change nothing more: it is
+        killed and not waited for, since tearing down its memory takes longer than the
+        rest of its attempt's ending (reap it later). Otherwise it is killed and reaped
+        here. Its group is killed while it is unreaped, so the id is still its own."""
         os.close(self.status)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGSTOP)
+        state = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WSTOPPED | os.WNOWAIT)
+        stopped = state is not None and state.si_code == os.CLD_STOPPED
+        if stopped:
+            end_strays({*keep, self.pid})  # none is left to wake it (SIGCONT) or to fork
+            stopped = os.path.isdir(f"/proc/{self.pid}/task") and not children(self.pid)
+        kill_group(self.pid)
+        if stopped:
+            return -signal.SIGKILL, False
         _, status = os.waitpid(self.pid, 0)
-        return os.waitstatus_to_exitcode(status)
+        end_strays(keep)  # its children, now ours (this process is their subreaper)
+        return os.waitstatus_to_exitcode(status), True
 
 
 def _run_one(conn: Connection, status: int, run_task: RunTask, setup: AttemptSetup) -> None:
@@ -254,6 +289,7 @@ def _run_one(conn: Connection, status: int, run_task: RunTask, setup: AttemptSet
     conn.send_bytes(encode(_attempt(run_task, task, options, setup)))
     _flush()  # before REPLIED, after which the worker ends this process
     os.write(status, REPLIED)
+    os.kill(os.getpid(), signal.SIGSTOP)  # stopped, the worker need not wait for its exit
 
 
 def _close(conn: Connection, agent: Agent) -> None:
