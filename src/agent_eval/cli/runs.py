@@ -303,6 +303,10 @@ an input error, 130 when interrupted (Ctrl-C; the finished attempts are written)
     "number (repeats stay independent).",
 )
 def run(**flags: Any) -> int:
+    if flags["sandbox"] != "off":
+        from agent_eval.sandbox import probe_ahead
+
+        probe_ahead()  # while the run's modules load
     from agent_eval.workflows import run_one
 
     source = click.get_current_context().get_parameter_source

@@ -39,6 +39,7 @@ from agent_eval.results.schema import (
     SandboxUsed,
     Summary,
     TaskSummary,
+    build_record_validators,
     describe_failure,
 )
 from agent_eval.results.summary import Tally, tally
@@ -92,6 +93,7 @@ __all__ = [
     "TaskSummary",
     "append_labbook",
     "atomic_file",
+    "build_record_validators",
     "compact",
     "describe_failure",
     "finished_run_header",

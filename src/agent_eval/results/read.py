@@ -11,6 +11,7 @@ import gc
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,8 +33,18 @@ class _Document(TypedDict):
     results: list[Annotated[AttemptResult, AfterValidator(compact)]]
 
 
-_DOCUMENT = TypeAdapter(_Document)
-_ROWS = TypeAdapter(list[Annotated[AttemptResult, AfterValidator(compact)]])
+@cache
+def _document() -> TypeAdapter[_Document]:
+    """Built on first use, as the records are (results/schema.py)."""
+    return TypeAdapter(_Document)
+
+
+@cache
+def _rows() -> TypeAdapter[list[AttemptResult]]:
+    """Each row is compacted to an Attempt as it is validated."""
+    return TypeAdapter(list[Annotated[AttemptResult, AfterValidator(compact)]])
+
+
 _OPEN, _NEXT, _CLOSE = b'\n  "results": [\n    ', b",\n    ", b"\n  ]\n}\n"
 """How the writer lays out rows: the head indented, then one compact row per line."""
 _BATCH = 2_000_000
@@ -187,7 +198,7 @@ def _load_by_line(path: Path, data: bytes) -> RunResults | None:
         batch = b"[" + data[position:stop] + b"]"  # the separators are valid JSON as they are
         try:
             # The validator hands back Attempts in place of the records it validated.
-            rows += _ROWS.validate_json(batch)  # type: ignore[arg-type]
+            rows += _rows().validate_json(batch)  # type: ignore[arg-type]
         except ValidationError:
             return None
         position = stop + len(_NEXT)
@@ -198,7 +209,7 @@ def _load_whole(path: Path, data: bytes) -> RunResults | None:
     """A valid schema-2 file parsed and validated in one pass inside pydantic; None on
     any problem or another shape, so that ``_read_checked`` reads it and names it."""
     try:
-        document = _DOCUMENT.validate_json(data)
+        document = _document().validate_json(data)
     except ValidationError:
         return None
     if document["schema"] != RESULTS_SCHEMA:

@@ -12,7 +12,15 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.records import BadCitation, Checks, Citation, FailureClass, StateOutcome
+from agent_eval.records import (
+    BadCitation,
+    Checks,
+    Citation,
+    FailureClass,
+    StateOutcome,
+    Strict,
+    build_validators,
+)
 
 COURSE_TASK_KEYS = ("id", "category", "attempts", "successes", "success_rate", "steps_min",
                     "steps_max", "tokens_min", "tokens_max", "first_failure")  # fmt: skip
@@ -20,9 +28,16 @@ COURSE_TASK_KEYS = ("id", "category", "attempts", "successes", "success_rate", "
 
 
 class Record(BaseModel):
-    """Base of the results records: an unknown key is an error, never silently dropped."""
+    """Base of the results records: an unknown key is an error, never silently dropped.
+    Each builds its validator on first use, as agent_eval.records' do."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+
+
+def build_record_validators() -> None:
+    """Build now the validators of every results record and every record of
+    agent_eval.records (see `records.build_validators`)."""
+    build_validators(Strict, Record)
 
 
 class Frame(Record):

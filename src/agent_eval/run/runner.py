@@ -44,6 +44,7 @@ from agent_eval.results import (
     Tally,
     TaskSummary,
     append_labbook,
+    build_record_validators,
     finished_run_header,
     iter_rows,
     journal_path_for,
@@ -345,6 +346,7 @@ def _execute(
         random.Random(config.seed).shuffle(pending)
     by_id = {t.id: t for t in prepared.tasks}
     started = started or Started.made(prepared, redact, on_notice)
+    build_record_validators()  # while the first worker starts, and before any thread needs one
     plan, executor = started.plan, started.executor
     clock = time.perf_counter()
     watch = EarlyWarnings(on_notice, config.max_infra_retries)

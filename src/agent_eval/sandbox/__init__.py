@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         Sandbox,
         bwrap_binary,
         can_be_private,
+        probe_ahead,
         unavailable,
         user_tasks,
     )
@@ -47,6 +48,7 @@ __all__ = [
     "children",
     "end_strays",
     "pids",
+    "probe_ahead",
     "reaper",
     "slot",
     "unavailable",
@@ -66,6 +68,7 @@ _LAZY = {
     "children": "agent_eval.sandbox.reaper:children",
     "end_strays": "agent_eval.sandbox.reaper:end_strays",
     "pids": "agent_eval.sandbox.pids",
+    "probe_ahead": "agent_eval.sandbox.bwrap:probe_ahead",
     "reaper": "agent_eval.sandbox.reaper",
     "slot": "agent_eval.sandbox.slot",
     "unavailable": "agent_eval.sandbox.bwrap:unavailable",

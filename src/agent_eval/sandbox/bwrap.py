@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,14 +105,33 @@ _NESTED_PROBE = (
 unshare a slot's confine starts with, its flags filled in from agent_eval.sandbox.slot."""
 
 
-@functools.cache
+def probe_ahead() -> None:
+    """Start `unavailable`'s probe in a thread now, for a run that will ask once it has
+    loaded its suite: the probe starts a sandbox, about 30 ms of waiting."""
+    global _ahead
+    if _ahead is None:
+        _ahead = threading.Thread(target=_probe, name="sandbox-probe", daemon=True)
+        _ahead.start()
+
+
+_ahead: threading.Thread | None = None
+
+
 def unavailable() -> str | None:
     """Why a sandbox cannot start on this machine, in a few words; None when it can.
 
     It starts one, with the namespaces the run's sandboxes use, rather than guessing
     from the kernel's settings, and in it makes the namespaces each slot confines
     itself in (agent_eval.sandbox.slot), which some kernels' policies refuse to nest.
+    The answer is the machine's, so it is found once (`probe_ahead` starts it early).
     """
+    if _ahead is not None:
+        _ahead.join()
+    return _probe()
+
+
+@functools.cache
+def _probe() -> str | None:
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux, not {sys.platform}"
     binary = bwrap_binary()
