@@ -32,11 +32,11 @@ import resource
 import select
 import signal
 import socket
+import struct
 import sys
 import traceback
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -110,13 +110,13 @@ def _serve(
         if agent.build is not None:
             agent.build(options)
     except AgentLoadError as exc:
-        conn.send(("failed", str(exc)))
+        _tell(conn, ("failed", str(exc)))
         return
     except Exception as exc:
-        conn.send(("failed", f"agent {spec}: build() failed: {exc!r}"))
+        _tell(conn, ("failed", f"agent {spec}: build() failed: {exc!r}"))
         return
     hazard = fork_hazard() if isolation == "attempt" else None
-    conn.send(("ready", agent.scaffold, hazard))
+    _tell(conn, ("ready", agent.scaffold, hazard))
     try:
         if isolation == "attempt" and hazard is None:
             _flush()  # or every copy would write out what build() left buffered
@@ -160,11 +160,17 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
             dying.add(copy.pid)
         return code
 
+    handles = socket.socket(fileno=os.dup(conn.fileno()))
+    """The connection as a socket, made once, to pass each copy's descriptor on."""
+
     def make_ready() -> None:
-        copy = AttemptFork.fork(conn, agent.run_task, setup)
+        copy = AttemptFork.fork(conn, handles, agent.run_task, setup)
         copies[copy.status] = copy
-        conn.send(("copy", copy.pid))
-        reduction.send_handle(conn, copy.parent_end, copy.pid)
+        _tell(conn, ("copy", copy.pid))
+        # as multiprocessing's send_handle sends it (recv_handle reads it), on a socket
+        # made once: one made per copy would touch pages the fork has just shared
+        rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", copy.parent_end))
+        handles.sendmsg([b"\x01"], [rights])
         os.close(copy.parent_end)
 
     for _ in range(SPARE_COPIES):
@@ -198,13 +204,14 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                 if copy.replied or not news:  # it has answered, or died, or been killed
                     del copies[fd]
                     code = end(copy)  # and with it anything the attempt left running
-                    conn.send(("ended", copy.pid, code))  # the parent scores once it hears
+                    _tell(conn, ("ended", copy.pid, code))  # the parent scores once it hears
                 if taken:  # after "ended": the next spare's fork is not the parent's wait
                     make_ready()
     finally:
         while copies:
             end(copies.popitem()[1])
         _reap(dying, wait=True)
+        handles.close()
 
 
 def _reap(dying: set[int], wait: bool) -> None:
@@ -229,7 +236,11 @@ class AttemptFork:
     replied: bool = False
 
     @classmethod
-    def fork(cls, conn: Connection, run_task: RunTask, setup: AttemptSetup) -> AttemptFork:
+    def fork(
+        cls, conn: Connection, handles: socket.socket, run_task: RunTask, setup: AttemptSetup
+    ) -> AttemptFork:
+        """Fork a copy; it keeps neither the worker's connection nor ``handles``, the
+        socket on it that passes descriptors."""
         status_read, status_write = os.pipe()
         parent_end, copy_end = socket.socketpair()
         pid = os.fork()
@@ -239,6 +250,7 @@ class AttemptFork:
                 os.close(status_read)
                 parent_end.close()
                 conn.close()
+                handles.close()
                 os.setpgid(0, 0)  # its own group: one kill ends what the attempt started
                 setup.apply()
                 _run_one(Connection(copy_end.detach()), status_write, run_task, setup)
@@ -292,6 +304,13 @@ def _run_one(conn: Connection, status: int, run_task: RunTask, setup: AttemptSet
     os.kill(os.getpid(), signal.SIGSTOP)  # stopped, the worker need not wait for its exit
 
 
+def _tell(conn: Connection, message: tuple[Any, ...]) -> None:
+    """Send the parent a message, pickled by the standard pickler: Connection.send's
+    pickler copies copyreg's whole dispatch table each time, about 150 pages to copy
+    in a worker that has just forked."""
+    conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+
 def _close(conn: Connection, agent: Agent) -> None:
     warning = None
     if agent.close is not None:
@@ -299,7 +318,7 @@ def _close(conn: Connection, agent: Agent) -> None:
             agent.close()
         except Exception as exc:
             warning = f"agent close() failed: {exc!r}"
-    conn.send(("closed", warning))
+    _tell(conn, ("closed", warning))
 
 
 def _attempt(run_task: RunTask, task: str, options: dict[str, Any], setup: AttemptSetup) -> Reply:
