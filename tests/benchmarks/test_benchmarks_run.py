@@ -20,6 +20,7 @@ BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
         ("sandbox.py", ["--repeats", "4", "--runs", "1"], "the sandbox's cost per attempt"),
         ("overhead.py", ["--repeats", "2", "--runs", "1"], "ms/attempt"),
         ("memory.py", ["--sizes", "20"], "20"),
+        ("fork_cost.py", ["--forks", "5", "--pages", "50"], "copy-on-write fault"),
         ("ray_executor.py", ["--repeats", "4", "--concurrency", "2", "--executors", "local"],
          "local"),
     ],
