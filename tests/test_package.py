@@ -398,7 +398,8 @@ def test_the_agents_process_loads_only_what_it_needs() -> None:
         "agent_eval.agents", "agent_eval.agents.entry", "agent_eval.agents.outage",
         "agent_eval.errors", "agent_eval.lazy", "agent_eval.processes", "agent_eval.run",
         "agent_eval.run.executors",
-        "agent_eval.run.executors.agent_host", "agent_eval.sandbox", "agent_eval.sandbox.reaper",
+        "agent_eval.run.executors.agent_host", "agent_eval.run.executors.copy_ahead",
+        "agent_eval.sandbox", "agent_eval.sandbox.reaper",
     ]  # fmt: skip
 
 

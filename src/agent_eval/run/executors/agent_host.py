@@ -10,8 +10,9 @@ running, a copy would lack them, so the worker says why (`fork_hazard`) and runs
 attempts in-process; the parent then gives each attempt a fresh worker of its own.
 
 Messages on the worker's connection. Parent to worker: ``(spec, options, memory_mb,
-isolation, reply_keys)``, then ``("run", task, options)`` per attempt when it has no
-copies, ``("kill", pid)`` for a copy past its time, and ``("close",)``. Worker to parent:
+isolation, reply_keys, limits, copy_ahead)``, then ``("run", task, options)`` per
+attempt when it has no copies, ``("kill", pid)`` for a copy past its time, and
+``("close",)``. Worker to parent:
 ``("ready", scaffold, hazard)`` or ``("failed", reason)``; a reply per attempt run
 in-process; with copies, ``("copy", pid)`` followed by the copy's own connection (a
 passed file descriptor) for each copy made ready, and ``("ended", pid, exit code)`` for
@@ -36,7 +37,7 @@ import struct
 import sys
 import traceback
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -51,6 +52,7 @@ from agent_eval.agents import (
 )
 from agent_eval.errors import AgentLoadError
 from agent_eval.processes import kill_group
+from agent_eval.run.executors.copy_ahead import Ranges, copy_ahead, written_ranges
 from agent_eval.sandbox import become_subreaper, children, end_strays
 
 RunTask = Callable[[str, dict[str, Any]], Any]
@@ -71,8 +73,8 @@ def main(fd: int) -> None:
     """Worker process entry: read the agent spec from the parent, then serve attempts."""
     become_subreaper()
     conn = Connection(fd)
-    spec, options, memory_mb, isolation, reply_keys, (processes, file_mb) = conn.recv()
-    setup = AttemptSetup(reply_keys, memory_mb, processes, file_mb)
+    spec, options, memory_mb, isolation, reply_keys, (processes, file_mb), ahead = conn.recv()
+    setup = AttemptSetup(reply_keys, memory_mb, processes, file_mb, ahead)
     _serve(conn, spec, options, isolation, setup)
 
 
@@ -88,6 +90,9 @@ class AttemptSetup:
     """RLIMIT_NPROC of an attempt (None: unchanged)."""
     file_mb: int | None = None
     """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
+    copy_ahead: bool = False
+    """Whether each copy copies, while it waits, the pages an earlier one wrote: where
+    a core would otherwise idle (run/executors/copy_ahead.py)."""
 
     def apply(self) -> None:
         """Set the per-attempt limits in this process, which the attempt runs in."""
@@ -154,8 +159,13 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
     """Copies killed while stopped, not yet reaped: each tears its memory down while
     the parent scores its attempt."""
 
+    ahead: list[tuple[int, int]] = []
+    """The pages one copy wrote, which every later copy copies while it waits."""
+
     def end(copy: AttemptFork) -> int:
-        code, reaped = copy.end(keep={other.pid for other in copies.values()} | dying)
+        keep = {other.pid for other in copies.values()} | dying
+        code, reaped = copy.end(keep, learn=setup.copy_ahead and not ahead)
+        ahead.extend(copy.written)
         if not reaped:
             dying.add(copy.pid)
         return code
@@ -164,7 +174,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
     """The connection as a socket, made once, to pass each copy's descriptor on."""
 
     def make_ready() -> None:
-        copy = AttemptFork.fork(conn, handles, agent.run_task, setup)
+        copy = AttemptFork.fork(conn, handles, agent.run_task, setup, ahead)
         copies[copy.status] = copy
         _tell(conn, ("copy", copy.pid))
         # as multiprocessing's send_handle sends it (recv_handle reads it), on a socket
@@ -234,13 +244,20 @@ class AttemptFork:
     """The socket end passed to the parent, which sends the attempt there."""
     taken: bool = False
     replied: bool = False
+    written: list[tuple[int, int]] = field(default_factory=list)
+    """The pages it wrote, when `end` was asked to learn them."""
 
     @classmethod
     def fork(
-        cls, conn: Connection, handles: socket.socket, run_task: RunTask, setup: AttemptSetup
+        cls,
+        conn: Connection,
+        handles: socket.socket,
+        run_task: RunTask,
+        setup: AttemptSetup,
+        ahead: Ranges = (),
     ) -> AttemptFork:
         """Fork a copy; it keeps neither the worker's connection nor ``handles``, the
-        socket on it that passes descriptors."""
+        socket on it that passes descriptors, and copies the pages of ``ahead`` first."""
         status_read, status_write = os.pipe()
         parent_end, copy_end = socket.socketpair()
         pid = os.fork()
@@ -252,6 +269,7 @@ class AttemptFork:
                 conn.close()
                 handles.close()
                 os.setpgid(0, 0)  # its own group: one kill ends what the attempt started
+                copy_ahead(ahead)
                 setup.apply()
                 _run_one(Connection(copy_end.detach()), status_write, run_task, setup)
             except BaseException:
@@ -266,7 +284,7 @@ class AttemptFork:
             os.setpgid(pid, pid)
         return cls(pid, status_read, parent_end.detach())
 
-    def end(self, keep: Collection[int]) -> tuple[int, bool]:
+    def end(self, keep: Collection[int], learn: bool = False) -> tuple[int, bool]:
         """End the copy and anything it left running; return its exit code (-N for
         signal N) and whether it was reaped. ``keep``: the worker's other children.
 
@@ -274,7 +292,8 @@ class AttemptFork:
         what it left ended and no child of its own, it can change nothing more: it is
         killed and not waited for, since tearing down its memory takes longer than the
         rest of its attempt's ending (reap it later). Otherwise it is killed and reaped
-        here. Its group is killed while it is unreaped, so the id is still its own."""
+        here. Its group is killed while it is unreaped, so the id is still its own.
+        With ``learn``, a stopped copy's written pages are kept in ``written``."""
         os.close(self.status)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGSTOP)
@@ -283,6 +302,8 @@ class AttemptFork:
         if stopped:
             end_strays({*keep, self.pid})  # none is left to wake it (SIGCONT) or to fork
             stopped = os.path.isdir(f"/proc/{self.pid}/task") and not children(self.pid)
+            if learn:
+                self.written = written_ranges(self.pid)
         kill_group(self.pid)
         if stopped:
             return -signal.SIGKILL, False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -101,7 +102,7 @@ class Dispatch:
             stack.callback(starter.close)
             first = make_worker(starter, self._spec, self._options, self._memory,
                                 self._isolation, self._sandbox, slot_folder(scratch, 0),
-                                self._fallback)  # fmt: skip
+                                self._fallback, self._concurrency)  # fmt: skip
             self._start = _FirstWorker(stack.pop_all(), scratch, starter, first)
 
     def run(
@@ -145,7 +146,8 @@ class Dispatch:
         count = max(1, min(self._concurrency, len(pending)))
         workers = [start.first] + [
             make_worker(start.starter, self._spec, self._options, self._memory, self._isolation,
-                        self._sandbox, slot_folder(start.scratch, n), self._fallback)
+                        self._sandbox, slot_folder(start.scratch, n), self._fallback,
+                        self._concurrency)
             for n in range(1, count)
         ]  # fmt: skip
         start.ran = True
@@ -260,14 +262,18 @@ def make_worker(
     sandbox: Sandbox | None,
     folder: Path,
     on_fallback: Callable[[str], None] | None = None,
+    slots: int | None = None,
 ) -> Worker:
     """One slot's worker; in a sandbox, it sees the options as they are inside, and the
-    sandbox's limits on processes and file size apply to its attempts."""
+    sandbox's limits on processes and file size apply to its attempts. With fewer
+    ``slots`` than cores, its copies copy ahead the pages they will write."""
+    ahead = slots is not None and slots < len(os.sched_getaffinity(0))
     if sandbox is None:
-        return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder)
+        return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder,
+                      copy_ahead=ahead)  # fmt: skip
     limits = (user_tasks() + sandbox.processes, sandbox.file_mb)
     inside = {**inside_options(options, sandbox), "log_dir": str(folder / SLOT_LOGS)}
-    return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits)
+    return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits, ahead)
 
 
 def serve_all(

@@ -58,13 +58,16 @@ class Worker:
         on_fallback: Callable[[str], None] | None = None,
         folder: Path | None = None,
         limits: tuple[int | None, int | None] = (None, None),
+        copy_ahead: bool = False,
     ) -> None:
         """``folder`` is the slot's scratch folder, where its attempts' workspaces are
-        made; ``limits`` the processes and file size (MB) an attempt may have."""
+        made; ``limits`` the processes and file size (MB) an attempt may have;
+        ``copy_ahead``: whether copies copy ahead the pages they will write (a core
+        would idle otherwise: run/executors/copy_ahead.py)."""
         self._zygote = zygote
         self.folder = folder
         self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields),
-                      limits)  # fmt: skip
+                      limits, copy_ahead)  # fmt: skip
         self._isolation = isolation
         self._on_fallback = on_fallback
         self._pid: int | None = None
