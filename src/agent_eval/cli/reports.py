@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import pickle
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +15,7 @@ import click
 from agent_eval.cli.common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, emit_report, text_or_json
 
 if TYPE_CHECKING:
+    from agent_eval.report import RunTotals
     from agent_eval.results import RunResults
 
 cluster_option = click.option(
@@ -133,19 +138,34 @@ def compare(
     """Compare run B against run A, paired by task id, and say whether the change is real.
 
     A and B may be results files, Inspect AI logs or ATIF runs, in any mix."""
-    from agent_eval.interop import load_run
-    from agent_eval.report import compare_runs, render_compare
+    from agent_eval.interop import load_run, task_differences
 
-    first, second = load_run(a), load_run(b)
-    if first.path.resolve() == second.path.resolve() or first.run == second.run:  # or a copy
-        click.echo(
-            f"Warning: A and B are the same run ({first.run.run_id}); "
+    differences = None  # two agent-eval runs: their suite hashes say how their tasks differ
+    if _own_results_file(a) and _own_results_file(b):
+        with _totalled_beside(b) as totals_of_b:
+            from agent_eval.report import run_totals
+
+            totals_a = run_totals(load_run(a))
+            # Loaded here after all when the child could not: any error is then this one's.
+            totals_b = totals_of_b() or run_totals(load_run(b))
+    else:
+        from agent_eval.report import run_totals
+
+        first, second = load_run(a), load_run(b)
+        differences = task_differences(first, second)
+        totals_a, totals_b = run_totals(first), run_totals(second)
+    from agent_eval.report import compare_totals, render_compare
+
+    if totals_a.path.resolve() == totals_b.path.resolve() or totals_a.run == totals_b.run:
+        click.echo(  # the same file, or a copy
+            f"Warning: A and B are the same run ({totals_a.run.run_id}); "
             "every difference is zero by construction; compare two different runs",
             err=True,
         )
-    result = compare_runs(
-        first,
-        second,
+    result = compare_totals(
+        totals_a,
+        totals_b,
+        differences=differences,
         alpha=alpha,
         power=power,
         delta=delta,
@@ -163,6 +183,62 @@ def compare(
         click.echo("B is worse than A beyond attempt noise (--fail-if-worse)", err=True)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _own_results_file(path: str) -> bool:
+    """Whether ``path`` is a file that is not another harness's run."""
+    from agent_eval.interop import foreign_kind
+
+    return Path(path).is_file() and foreign_kind(Path(path)) is None
+
+
+@contextmanager
+def _totalled_beside(path: str) -> Iterator[Callable[[], RunTotals | None]]:
+    """Load and total the results file ``path`` in a forked child while this process goes
+    on (loading a run is pydantic's work, which holds the GIL: a second process is the
+    only way to use a second core); the function given waits for the totals.
+
+    It gives None when the child could not (no fork here, or any error): the caller then
+    loads the file itself, so that every message is the one it would have given alone.
+    The totals are a few kilobytes, so sending them back costs nothing that matters.
+    """
+    if not hasattr(os, "fork"):
+        yield lambda: None
+        return
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns, and runs no exit handler of the parent's
+        os.close(read_end)
+        code = 1
+        try:
+            from agent_eval.interop import load_run
+            from agent_eval.report import run_totals
+
+            data = pickle.dumps(run_totals(load_run(path)))
+            with os.fdopen(write_end, "wb") as sink:
+                sink.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    reaped = False
+
+    def totals() -> RunTotals | None:
+        nonlocal reaped
+        with os.fdopen(read_end, "rb") as source:
+            data = source.read()
+        _, status = os.waitpid(pid, 0)
+        reaped = True
+        found: RunTotals | None = pickle.loads(data) if status == 0 else None
+        return found
+
+    try:
+        yield totals
+    finally:
+        if not reaped:  # this side failed first: its error is the one to give
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_end)
 
 
 max_test_looks_option = click.option(
