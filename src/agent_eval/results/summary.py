@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from agent_eval.results.rows import Attempt
 from agent_eval.results.schema import Summary, TaskSummary
-from agent_eval.score import is_copied_pass, pass_hat_k
+from agent_eval.score import is_copied_pass, pass_hat_every_k
 
 UNKNOWN_CLASS = "unknown"
 """Failure class counted for a course-harness row whose checks do not tell."""
@@ -205,7 +205,7 @@ class Tally:
                     tokens_max=task.max_tokens,
                     first_failure=task.first_failure,
                     first_failure_reason=task.first_failure_reason,
-                    pass_hat_k={str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
+                    pass_hat_k=pass_hat_every_k(n, c),
                 )
             )
         return view
