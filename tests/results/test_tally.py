@@ -98,3 +98,19 @@ def test_a_loaded_run_counts_as_its_full_rows(name: str) -> None:
     full = list(iter_rows(DATA / name))
     assert _counted(tally(load_results(DATA / name).rows)) == _counted(tally(full))
     assert _counted(tally(compact(row) for row in full)) == _counted(tally(full))
+
+
+@pytest.mark.parametrize("missing", ["none", "prompt", "completion", "both"])
+def test_split_prices_count_only_attempts_with_both_token_counts(missing: str) -> None:
+    rows = _rows(60, seed=7)
+    for row in rows:
+        row.prompt_tokens, row.completion_tokens = 100, 10
+    for row in rows[5:12]:
+        if missing in ("prompt", "both"):
+            row.prompt_tokens = None
+        if missing in ("completion", "both"):
+            row.completion_tokens = None
+    cost = tally(rows, {"input_per_million": 0.5, "output_per_million": 1.5}).cost()
+    priced = 60 if missing == "none" else 53
+    assert cost["cost_unpriced_attempts"] == 60 - priced
+    assert cost["cost_total"] == (priced * 100 * 0.5 + priced * 10 * 1.5) / 1e6

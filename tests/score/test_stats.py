@@ -419,3 +419,18 @@ def test_p_values_in_unit_interval(pairs: list[tuple[int, int, int, int]]) -> No
     assert 0.0 < permutation.permutation_test(pairs).p_value <= 1.0
     p = stats.paired_comparison(pairs).p_population
     assert p is None or 0.0 < p <= 1.0
+
+
+def test_pass_at_and_hat_every_k_are_each_k_in_a_fresh_dict() -> None:
+    from agent_eval.score import pass_hat_every_k, pass_hat_k
+
+    for attempts, passes in [(1, 0), (1, 1), (5, 2), (100, 37), (100, 100)]:
+        ks = range(1, attempts + 1)
+        at = stats.pass_at_every_k(attempts, passes)
+        hat = pass_hat_every_k(attempts, passes)
+        assert at == {str(k): stats.pass_at_k(attempts, passes, k) for k in ks}
+        assert hat == {str(k): pass_hat_k(attempts, passes, k) for k in ks}
+        at["1"] = hat["1"] = -1.0  # a caller's change reaches no other caller
+        assert stats.pass_at_every_k(attempts, passes)["1"] != -1.0
+        assert pass_hat_every_k(attempts, passes)["1"] != -1.0
+    assert stats.pass_at_every_k(0, 0) == pass_hat_every_k(0, 0) == {}

@@ -13,7 +13,7 @@ from pydantic_core import to_json as _pydantic_json
 
 from agent_eval.errors import ConfigError
 from agent_eval.lazy import lazy_getattr
-from agent_eval.report.compare import compare_runs
+from agent_eval.report.compare import RunTotals, compare_runs, compare_totals, run_totals
 from agent_eval.report.compare_text import render_compare_text
 from agent_eval.report.history import (
     DEFAULT_MAX_TEST_LOOKS,
@@ -38,9 +38,11 @@ REPORT_FORMATS = ("text", "markdown", "junit", "html", "json")
 __all__ = [
     "REPORT_FORMATS",
     "RunResults",
+    "RunTotals",
     "TaskOutcome",
     "check_multi_format",
     "compare_runs",
+    "compare_totals",
     "history_of_runs",
     "load_results",
     "multi_report",
@@ -53,6 +55,7 @@ __all__ = [
     "render_lesson",
     "render_multi",
     "render_report",
+    "run_totals",
     "summarise_run",
     "write_output",
 ]

@@ -8,17 +8,18 @@ claim it makes.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from agent_eval.errors import ConfigError
 from agent_eval.interop import task_differences
-from agent_eval.report.figures import paired_figures
-from agent_eval.report.run_report import task_clusters
+from agent_eval.report.figures import paired_figures, task_figures
 from agent_eval.report.text import short_hash
-from agent_eval.results import RunResults, TaskOutcome
+from agent_eval.results import RunHead, RunResults, TaskOutcome
 from agent_eval.score import (
     PermutationTest,
+    cluster_labels,
     clustered_mean,
     clustered_t_p,
     effective_variance,
@@ -29,13 +30,14 @@ from agent_eval.score import (
 )
 
 
-def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> bool:
+def _check_suites(
+    a: RunTotals, b: RunTotals, differences: list[str] | None, allow_suite_change: bool
+) -> bool:
     """True when the suites differ and that was allowed; ConfigError when not allowed.
 
     A run that recorded no suite hash (the course harness records none) is taken to
     match by suite name and version; ``unverified_suites`` names it for a warning.
     """
-    differences = task_differences(a, b)
     if differences is not None:  # another harness's run: its tasks are what it can state
         if differences and not allow_suite_change:
             raise ConfigError(
@@ -65,13 +67,87 @@ def _check_suites(a: RunResults, b: RunResults, allow_suite_change: bool) -> boo
     return True
 
 
-def unverified_suites(*runs: RunResults) -> list[str]:
+def unverified_suites(*runs: RunResults | RunTotals) -> list[str]:
     """The files among ``runs`` that recorded no suite hash, so that nobody can tell
     whether their tasks were the same."""
     return [str(run.path) for run in runs if run.run.suite_hash is None]
 
 
-def _task_change(task_a: TaskOutcome, task_b: TaskOutcome) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TaskTotals:
+    """What a comparison reads of one task's attempts, worked out from its rows once."""
+
+    task_id: str
+    """The task's id."""
+    category: str
+    """The task's category (from its first attempt)."""
+    group: str | None
+    """The task's group (from its first attempt), for --cluster group."""
+    attempts: int
+    """How many attempts the task had."""
+    passes: int
+    """How many attempts passed."""
+    copied: int
+    """How many passes are flagged as copied (score.copied)."""
+    figures: dict[str, float | None]
+    """The mean of each figure over the attempts (figures.task_figures)."""
+
+    @property
+    def rate(self) -> float:
+        """The task's pass rate m_i, as TaskOutcome.rate."""
+        return self.passes / self.attempts if self.attempts else 0.0
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """What a comparison reads of one run: its head and its tasks' totals.
+
+    A few kilobytes however many attempts the run has, so that the command line can load
+    and total one run in a second process while it loads the other.
+    """
+
+    path: Path
+    """The file it was read from."""
+    run: RunHead
+    """The ``run`` object of the file."""
+    tasks: tuple[TaskTotals, ...]
+    """The tasks, in first-seen order."""
+
+    @property
+    def label(self) -> str:
+        """As RunResults.label."""
+        return self.run.label
+
+
+def run_totals(results: RunResults) -> RunTotals:
+    """The totals of every task of a loaded run."""
+    prices = results.prices
+    return RunTotals(
+        results.path,
+        results.run,
+        tuple(
+            TaskTotals(
+                task.task_id,
+                task.category,
+                task.rows[0].group,
+                task.attempts,
+                task.passes,
+                _flagged(task),
+                task_figures(task, prices),
+            )
+            for task in results.tasks
+        ),
+    )
+
+
+def _flagged(task: TaskOutcome) -> int:
+    """The task's passes flagged as copied."""
+    # Only a row with a copied share can be flagged; most rows carry none.
+    shared = [r for r in task.rows if r.copied_share is not None]
+    return sum(is_copied_pass(r.passed, r.answer, r.copied_share) for r in shared)
+
+
+def _task_change(task_a: TaskTotals, task_b: TaskTotals) -> dict[str, Any]:
     difference = task_b.rate - task_a.rate
     change = "better" if difference > 0 else "worse" if difference < 0 else "same"
     return {
@@ -101,6 +177,31 @@ def compare_runs(
     ``cluster`` (none, group, category) makes the paired SE, interval, t test and the
     planning figures cluster-robust; the exact permutation test is within tasks either way.
     """
+    return compare_totals(
+        run_totals(a),
+        run_totals(b),
+        differences=task_differences(a, b),
+        alpha=alpha,
+        power=power,
+        delta=delta,
+        allow_suite_change=allow_suite_change,
+        cluster=cluster,
+    )
+
+
+def compare_totals(
+    a: RunTotals,
+    b: RunTotals,
+    *,
+    differences: list[str] | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    delta: float | None = None,
+    allow_suite_change: bool = False,
+    cluster: str = "none",
+) -> dict[str, Any]:
+    """``compare_runs`` of two runs' totals; ``differences`` is ``task_differences`` of
+    the runs (None for two agent-eval runs, whose suite hashes say it)."""
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ConfigError(
             f"compare: --alpha {alpha} and --power {power} must each lie "
@@ -111,7 +212,7 @@ def compare_runs(
             f"compare: --delta {delta} must be a difference in success rate "
             "in (0, 1], for example 0.1"
         )
-    suite_changed = _check_suites(a, b, allow_suite_change)
+    suite_changed = _check_suites(a, b, differences, allow_suite_change)
     tasks_a = {t.task_id: t for t in a.tasks}
     tasks_b = {t.task_id: t for t in b.tasks}
     shared = [task_id for task_id in tasks_a if task_id in tasks_b]
@@ -130,7 +231,7 @@ def compare_runs(
     d, p_population, clusters = paired.difference, paired.p_population, len(shared)
     if cluster != "none":
         found = clustered_mean(list(paired.differences),
-                               task_clusters([tasks_a[t] for t in shared], cluster),
+                               _task_clusters([tasks_a[t] for t in shared], cluster),
                                1 - alpha, bounds=(-1, 1))  # fmt: skip
         d, p_population, clusters = found.estimate, clustered_t_p(found), found.clusters
         spread = effective_variance(found)
@@ -172,7 +273,9 @@ def compare_runs(
         "tasks_needed": plan.tasks_needed,
         "mde": plan.mde,
         "worse_beyond_noise": worse,
-        "figures": paired_figures(a, b, shared, 1 - alpha),
+        "figures": paired_figures(
+            [tasks_a[t].figures for t in shared], [tasks_b[t].figures for t in shared], 1 - alpha
+        ),
         "per_task": [_task_change(tasks_a[t], tasks_b[t]) for t in shared],
         "not_estimable": _not_estimable(paired, plan),
     }
@@ -181,21 +284,23 @@ def compare_runs(
     return result
 
 
+def _task_clusters(tasks: list[TaskTotals], by: str) -> list[str]:
+    """Each task's cluster label under ``--cluster by``, as run_report.task_clusters."""
+    return cluster_labels(
+        [t.task_id for t in tasks], by,
+        {t.task_id: t.group for t in tasks}, {t.task_id: t.category for t in tasks},
+    )  # fmt: skip
+
+
 def _copied(
-    tasks_a: dict[str, TaskOutcome],
-    tasks_b: dict[str, TaskOutcome],
+    tasks_a: dict[str, TaskTotals],
+    tasks_b: dict[str, TaskTotals],
     shared: list[str],
     difference: float | None,
 ) -> dict[str, Any]:
     """The passes flagged as copied on each side (score.copied), and the difference and
     permutation p with them counted as failures: whether the flagged passes move it."""
-
-    def flagged(task: TaskOutcome) -> int:
-        # Only a row with a copied share can be flagged; most rows carry none.
-        shared = [r for r in task.rows if r.copied_share is not None]
-        return sum(is_copied_pass(r.passed, r.answer, r.copied_share) for r in shared)
-
-    counts = {t: (flagged(tasks_a[t]), flagged(tasks_b[t])) for t in shared}
+    counts = {t: (tasks_a[t].copied, tasks_b[t].copied) for t in shared}
     pairs = [
         (tasks_a[t].attempts, tasks_a[t].passes - counts[t][0],
          tasks_b[t].attempts, tasks_b[t].passes - counts[t][1])

@@ -62,22 +62,28 @@ def task_figure(task: TaskOutcome, name: str, prices: dict[str, float | None]) -
     return _mean(_figures(task.rows, name, prices))
 
 
+def task_figures(task: TaskOutcome, prices: dict[str, float | None]) -> dict[str, float | None]:
+    """One task's mean of each figure over its attempts, by name."""
+    return {name: task_figure(task, name, prices) for name in FIGURES}
+
+
 def paired_figures(
-    a: RunResults, b: RunResults, shared: Sequence[str], confidence: float = 0.95
+    side_a: Sequence[dict[str, float | None]],
+    side_b: Sequence[dict[str, float | None]],
+    confidence: float = 0.95,
 ) -> dict[str, dict[str, Any]]:
-    """Each figure's mean over the shared tasks in A and in B, and the paired difference
-    B - A with its SE and t-interval over tasks; None where a side is unpriced."""
-    tasks_a = {t.task_id: t for t in a.tasks}
-    tasks_b = {t.task_id: t for t in b.tasks}
+    """Each figure's mean over the shared tasks in A and in B (``task_figures`` of each
+    shared task, paired by position), and the paired difference B - A with its SE and
+    t-interval over tasks; None where a side is unpriced."""
     found: dict[str, dict[str, Any]] = {}
     for name in FIGURES:
-        side_a = [task_figure(tasks_a[t], name, a.prices) for t in shared]
-        side_b = [task_figure(tasks_b[t], name, b.prices) for t in shared]
-        mean_a, mean_b = _mean(side_a), _mean(side_b)
+        values_a = [figures[name] for figures in side_a]
+        values_b = [figures[name] for figures in side_b]
+        mean_a, mean_b = _mean(values_a), _mean(values_b)
         entry: dict[str, Any] = {"a": mean_a, "b": mean_b, "difference": None, "se": None,
                                  "ci95": None}  # fmt: skip
         if mean_a is not None and mean_b is not None:
-            diffs = [float(y or 0) - float(x or 0) for x, y in zip(side_a, side_b, strict=True)]
+            diffs = [float(y or 0) - float(x or 0) for x, y in zip(values_a, values_b, strict=True)]
             est = stats.mean_estimate(diffs, confidence)
             interval = None if est.lo is None or est.hi is None else [est.lo, est.hi]
             entry.update(difference=est.mean, se=est.se, ci95=interval)

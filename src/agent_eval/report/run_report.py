@@ -72,7 +72,7 @@ def task_row(
         "task_id": task.task_id,
         "exact_success_rate": task.rate,
         "wilson95": list(stats.wilson_interval(c, n)),
-        "pass_at_k": {str(k): stats.pass_at_k(n, c, k) for k in range(1, n + 1)},
+        "pass_at_k": stats.pass_at_every_k(n, c),
         "pass_hat_k": course.pass_hat_k,
         "unstable": 0 < c < n,
         "failure_classes": dict(sorted(classes.items())),

@@ -26,7 +26,7 @@ from agent_eval.results.journal import (
     reopen_journal,
 )
 from agent_eval.results.labbook import Labbook, read_labbook
-from agent_eval.results.read import iter_rows, load_results, read_head
+from agent_eval.results.read import iter_rows, load_back_rows, load_results, read_head
 from agent_eval.results.rows import Attempt, CheckValues, RunResults, TaskOutcome
 from agent_eval.results.schema import (
     COURSE_TASK_KEYS,
@@ -99,6 +99,7 @@ __all__ = [
     "finished_run_header",
     "iter_rows",
     "journal_path_for",
+    "load_back_rows",
     "load_results",
     "read_duel",
     "read_head",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -50,6 +50,13 @@ _OPEN, _NEXT, _CLOSE = b'\n  "results": [\n    ', b",\n    ", b"\n  ]\n}\n"
 _BATCH = 2_000_000
 """Bytes of rows parsed at once; pydantic holds a parse tree of about twice the
 text it reads."""
+BACK_SHARE = 0.5
+"""The share of the rows ``load_back_rows`` takes. The command line starts it while it
+still imports the report's modules, but the child then pickles what it validated, which
+evens it out."""
+
+BackRows = Callable[[], "list[Attempt] | None"]
+"""Gives the rows ``load_back_rows`` validated elsewhere, or None when it could not."""
 
 
 @contextmanager
@@ -87,9 +94,14 @@ def _not_too_deep(path: Path) -> Iterator[None]:
         ) from None
 
 
-def load_results(path: str | Path) -> RunResults:
+def load_results(path: str | Path, back_rows: BackRows | None = None) -> RunResults:
     """Read and validate a results file of any shape; ResultsError naming the file and
-    the fix when it cannot be read."""
+    the fix when it cannot be read.
+
+    ``back_rows``, for a file in the writer's layout, gives the rows ``load_back_rows``
+    validated in another process; it is called once this one has validated the others.
+    When it gives None, this process validates those rows too.
+    """
     path = Path(path)
     with _gc_paused(), _not_too_deep(path):
         try:
@@ -98,7 +110,9 @@ def load_results(path: str | Path) -> RunResults:
         except OSError:
             data = None
         try:
-            loaded = None if data is None else _load_by_line(path, data) or _load_whole(path, data)
+            loaded = None
+            if data is not None:
+                loaded = _load_by_line(path, data, back_rows) or _load_whole(path, data)
             del data  # a hundred megabytes for a large run: not to be held while reporting
             if loaded is not None:
                 return loaded
@@ -174,24 +188,40 @@ def _layout_rows(path: Path) -> Iterator[AttemptResult]:
                 raise _row_error(path, number, exc) from None
 
 
-def _load_by_line(path: Path, data: bytes) -> RunResults | None:
-    """A file in the writer's layout, its rows validated a batch at a time so that the
-    parse never holds the whole file's tree; None when the layout differs or anything
-    is invalid.
+def load_back_rows(path: str | Path) -> list[Attempt] | None:
+    """The rows past the first ``1 - BACK_SHARE`` of a file in the writer's layout,
+    validated, for ``load_results(path, back_rows)`` in another process; None for any
+    other file or any problem (load_results then finds it and names it). Pause the cycle
+    collector around it, as load_results does: it more than doubles the time."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    layout = _rows_layout(data)
+    if layout is None:
+        return None
+    _, _, back_start, end = layout
+    return _validated_batches(data, back_start, end)
 
-    Splitting at the row separators is safe: a JSON string holds no raw newline, so a
-    separator inside a row would leave both pieces unbalanced, and they would fail. For
-    the same reason the first ``_OPEN`` is the top-level "results" key: a second one, or
-    anything after the rows, fails as a row.
-    """
+
+def _rows_layout(data: bytes) -> tuple[int, int, int, int] | None:
+    """Where the rows of a file in the writer's layout start, where the front share
+    ends and the back share starts (either side of a row separator), and where the rows
+    end; None for another layout."""
     start = data.find(_OPEN)
     if start < 0 or not data.endswith(_CLOSE):
         return None
-    head = _load_whole(path, data[:start] + b'\n  "results": []\n}\n')
-    if head is None or head.rows:
-        return None
-    rows: list[Attempt] = []
     position, end = start + len(_OPEN), len(data) - len(_CLOSE)
+    found = data.find(_NEXT, position + int((end - position) * (1 - BACK_SHARE)), end)
+    if found < 0:
+        return position, end, end, end
+    return position, found, found + len(_NEXT), end
+
+
+def _validated_batches(data: bytes, position: int, end: int) -> list[Attempt] | None:
+    """The rows in ``data[position:end]`` (whole rows, their separators between them),
+    validated a batch at a time; None if any is invalid."""
+    rows: list[Attempt] = []
     while position < end:
         found = data.find(_NEXT, position + _BATCH, end)
         stop = end if found < 0 else found
@@ -202,7 +232,35 @@ def _load_by_line(path: Path, data: bytes) -> RunResults | None:
         except ValidationError:
             return None
         position = stop + len(_NEXT)
-    return RunResults(path, head.run, tuple(rows))
+    return rows
+
+
+def _load_by_line(path: Path, data: bytes, back_rows: BackRows | None) -> RunResults | None:
+    """A file in the writer's layout, its rows validated a batch at a time so that the
+    parse never holds the whole file's tree (the back share by ``back_rows`` when it
+    can); None when the layout differs or anything is invalid.
+
+    Splitting at the row separators is safe: a JSON string holds no raw newline, so a
+    separator inside a row would leave both pieces unbalanced, and they would fail. For
+    the same reason the first ``_OPEN`` is the top-level "results" key: a second one, or
+    anything after the rows, fails as a row.
+    """
+    layout = _rows_layout(data)
+    if layout is None:
+        return None
+    position, front_end, back_start, end = layout
+    head = _load_whole(path, data[: position - len(_OPEN)] + b'\n  "results": []\n}\n')
+    if head is None or head.rows:
+        return None
+    front = _validated_batches(data, position, front_end if back_rows else end)
+    if front is None:
+        return None
+    if back_rows is None:
+        return RunResults(path, head.run, tuple(front))
+    back = back_rows()
+    if back is None:
+        back = _validated_batches(data, back_start, end)
+    return None if back is None else RunResults(path, head.run, (*front, *back))
 
 
 def _load_whole(path: Path, data: bytes) -> RunResults | None:

@@ -51,6 +51,16 @@ class CheckValues(NamedTuple):
     state: tuple[StateOutcome, ...]
     """Each expect_state check's outcome, in the task's order."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _unpickled(self)
+
+
+def _unpickled(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """How pickle rebuilds a row: by ``tuple.__new__``, in C, rather than the named tuple's
+    ``__new__`` of keyword arguments in Python; a third of the time for rows a forked
+    child loaded (cli/reports.py)."""
+    return (tuple.__new__, (type(row), tuple(row)))
+
 
 if CheckValues._fields != CHECK_FIELDS:
     # compact() copies Checks' fields by position, and a field left out here would
@@ -108,6 +118,9 @@ class Attempt(NamedTuple):
     """The attempt's recorded model calls, when it was recorded."""
     passed: bool
     """The verdict."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _unpickled(self)
 
     @property
     def failure(self) -> str | None:

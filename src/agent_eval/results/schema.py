@@ -173,9 +173,9 @@ def describe_failure(row: FailedRow, numbered: bool = True) -> str:
         return prefix + str(row.error or row.stopped or row.failure_class)
     checks, reasons = row.checks, []
     if checks.missing:
-        reasons.append("missing " + ", ".join(repr(s) for s in checks.missing))
+        reasons.append("missing " + ", ".join(map(repr, checks.missing)))
     if checks.forbidden:
-        reasons.append("forbidden " + ", ".join(repr(s) for s in checks.forbidden))
+        reasons.append("forbidden " + ", ".join(map(repr, checks.forbidden)))
     if not checks.regex_ok:
         reasons.append("regex did not match")
     if not checks.tool_ok:
@@ -192,7 +192,9 @@ def describe_failure(row: FailedRow, numbered: bool = True) -> str:
         bad = checks.bad_citations
         reasons.append(f"bad citation of {bad[0].file}: {bad[0].reason}" if bad
                        else "cited none of the expected files")  # fmt: skip
-    failed_state = [outcome.name for outcome in checks.state if not outcome.ok]
+    failed_state = (
+        [outcome.name for outcome in checks.state if not outcome.ok] if checks.state else []
+    )
     if failed_state:
         reasons.append("state check failed: " + "; ".join(failed_state))
     return prefix + ("; ".join(reasons) or f"stopped: {row.stopped or 'not recorded'}")

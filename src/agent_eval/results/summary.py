@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from agent_eval.results.rows import Attempt
 from agent_eval.results.schema import Summary, TaskSummary
-from agent_eval.score import is_copied_pass, pass_hat_k
+from agent_eval.score import is_copied_pass, pass_hat_every_k
 
 UNKNOWN_CLASS = "unknown"
 """Failure class counted for a course-harness row whose checks do not tell."""
@@ -116,16 +116,18 @@ class Tally:
             for row, ok, share in zip(rows, passed, shares, strict=True)
             if ok and share is not None
         )
-        split = [
-            (prompt, completion)
-            for prompt, completion in zip(map(_PROMPT, rows), map(_COMPLETION, rows), strict=True)
-            if prompt is not None and completion is not None
-        ]
-        self.unsplit += len(rows) - len(split)
-        if split:
-            prompts, completions = zip(*split, strict=True)
-            self.prompt += sum(prompts)
-            self.completion += sum(completions)
+        prompts, completions = list(map(_PROMPT, rows)), list(map(_COMPLETION, rows))
+        if None in prompts or None in completions:  # count the attempts that have both
+            split = [
+                (prompt, completion)
+                for prompt, completion in zip(prompts, completions, strict=True)
+                if prompt is not None and completion is not None
+            ]
+            prompts = [prompt for prompt, _ in split]
+            completions = [completion for _, completion in split]
+        self.unsplit += len(rows) - len(prompts)
+        self.prompt += sum(prompts)
+        self.completion += sum(completions)
         start = 0
         for task_id, group in groupby(map(_ID, rows)):
             stop = start + len(list(group))
@@ -205,7 +207,7 @@ class Tally:
                     tokens_max=task.max_tokens,
                     first_failure=task.first_failure,
                     first_failure_reason=task.first_failure_reason,
-                    pass_hat_k={str(k): pass_hat_k(n, c, k) for k in range(1, n + 1)},
+                    pass_hat_k=pass_hat_every_k(n, c),
                 )
             )
         return view

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         words,
     )
     from agent_eval.score.cost import attempt_cost, attempt_costs
-    from agent_eval.score.pass_k import pass_hat_k
+    from agent_eval.score.pass_k import pass_hat_every_k, pass_hat_k
     from agent_eval.score.permutation import PermutationTest, permutation_test
     from agent_eval.score.planning import plan_from_pairs, repeats_needed
     from agent_eval.score.sequential import Decision, confidence_sequence, decide, projected_rounds
@@ -66,6 +66,7 @@ __all__ = [
     "effective_variance",
     "is_copied_pass",
     "judge_citations",
+    "pass_hat_every_k",
     "pass_hat_k",
     "permutation_test",
     "plan_from_pairs",
@@ -108,6 +109,7 @@ _LAZY = {
     "effective_variance": "agent_eval.score.clusters:effective_variance",
     "is_copied_pass": "agent_eval.score.copied:is_copied_pass",
     "judge_citations": "agent_eval.score.citations:judge_citations",
+    "pass_hat_every_k": "agent_eval.score.pass_k:pass_hat_every_k",
     "pass_hat_k": "agent_eval.score.pass_k:pass_hat_k",
     "permutation_test": "agent_eval.score.permutation:permutation_test",
     "plan_from_pairs": "agent_eval.score.planning:plan_from_pairs",

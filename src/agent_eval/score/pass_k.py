@@ -18,3 +18,14 @@ def pass_hat_k(attempts: int, passes: int, k: int) -> float:
             f"(got k={k}, attempts={attempts}, passes={passes})"
         )
     return math.comb(passes, k) / math.comb(attempts, k)
+
+
+def pass_hat_every_k(attempts: int, passes: int) -> dict[str, float]:
+    """pass^k for every k from 1 to ``attempts``, keyed by ``str(k)``: a new dict each
+    call, copied from one made once per (attempts, passes), which tasks share."""
+    return dict(_pass_hat_every_k(attempts, passes))
+
+
+@lru_cache(maxsize=1 << 12)
+def _pass_hat_every_k(attempts: int, passes: int) -> dict[str, float]:
+    return {str(k): pass_hat_k(attempts, passes, k) for k in range(1, attempts + 1)}

@@ -184,6 +184,17 @@ def pass_at_k(attempts: int, passes: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(attempts - passes + 1, attempts + 1)))
 
 
+def pass_at_every_k(attempts: int, passes: int) -> dict[str, float]:
+    """pass@k for every k from 1 to ``attempts``, keyed by ``str(k)``: a new dict each
+    call, copied from one made once per (attempts, passes), which tasks share."""
+    return dict(_pass_at_every_k(attempts, passes))
+
+
+@lru_cache(maxsize=1 << 12)
+def _pass_at_every_k(attempts: int, passes: int) -> dict[str, float]:
+    return {str(k): pass_at_k(attempts, passes, k) for k in range(1, attempts + 1)}
+
+
 def pass_at_k_over_tasks(counts: Sequence[TaskCount], k: int) -> MeanEstimate:
     """Mean pass@k over the tasks with at least k attempts, with its SE over tasks."""
     return mean_estimate([pass_at_k(n, c, k) for n, c in counts if n >= k], bounds=(0, 1))
