@@ -7,6 +7,7 @@ import importlib.util
 import json
 import shutil
 import sqlite3
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ FOLDER = SUITE.path.parent
 
 AGENT = '''
 import sqlite3
+import sys
 from pathlib import Path
 
 SCAFFOLD_NAME = "ops-scripted"
@@ -244,10 +246,13 @@ def test_the_visible_test_fails_before_the_fix(tmp_path: Path) -> None:
     assert not outcome.ok and "FAILED (failures=1)" in str(outcome.detail)
 
 
-def test_the_database_is_what_make_db_writes(tmp_path: Path) -> None:
+def test_the_database_is_what_make_db_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = importlib.util.spec_from_file_location("make_db", FOLDER / "make_db.py")
     assert spec is not None and spec.loader is not None
     make_db = importlib.util.module_from_spec(spec)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # no __pycache__ in the shipped folder
     spec.loader.exec_module(make_db)
     fresh = tmp_path / "ops.db"
     make_db.build(fresh)
