@@ -5,7 +5,11 @@ it at the end of every run, where importing numpy would cost more than the whole
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
+
+Estimator = Callable[[int, int, int], float]
+"""(attempts, passes, k) to a chance: pass@k or pass^k."""
 
 
 # Cached: a report asks for every k of every task, and tasks share (attempts, passes).
@@ -21,11 +25,17 @@ def pass_hat_k(attempts: int, passes: int, k: int) -> float:
 
 
 def pass_hat_every_k(attempts: int, passes: int) -> dict[str, float]:
-    """pass^k for every k from 1 to ``attempts``, keyed by ``str(k)``: a new dict each
-    call, copied from one made once per (attempts, passes), which tasks share."""
-    return dict(_pass_hat_every_k(attempts, passes))
+    """pass^k for every k from 1 to ``attempts``, keyed by ``str(k)``."""
+    return every_k(pass_hat_k, attempts, passes)
+
+
+def every_k(estimator: Estimator, attempts: int, passes: int) -> dict[str, float]:
+    """``estimator`` (pass^k, pass@k) for every k from 1 to ``attempts``, keyed by
+    ``str(k)``: a new dict each call, copied from one made once per (estimator,
+    attempts, passes), which tasks share."""
+    return dict(_every_k(estimator, attempts, passes))
 
 
 @lru_cache(maxsize=1 << 12)
-def _pass_hat_every_k(attempts: int, passes: int) -> dict[str, float]:
-    return {str(k): pass_hat_k(attempts, passes, k) for k in range(1, attempts + 1)}
+def _every_k(estimator: Estimator, attempts: int, passes: int) -> dict[str, float]:
+    return {str(k): estimator(attempts, passes, k) for k in range(1, attempts + 1)}

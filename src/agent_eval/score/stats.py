@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
-from agent_eval.score.pass_k import pass_hat_k
+from agent_eval.score.pass_k import every_k, pass_hat_k
 
 TaskCount = tuple[int, int]
 """(attempts, passes) for one task."""
@@ -185,14 +185,8 @@ def pass_at_k(attempts: int, passes: int, k: int) -> float:
 
 
 def pass_at_every_k(attempts: int, passes: int) -> dict[str, float]:
-    """pass@k for every k from 1 to ``attempts``, keyed by ``str(k)``: a new dict each
-    call, copied from one made once per (attempts, passes), which tasks share."""
-    return dict(_pass_at_every_k(attempts, passes))
-
-
-@lru_cache(maxsize=1 << 12)
-def _pass_at_every_k(attempts: int, passes: int) -> dict[str, float]:
-    return {str(k): pass_at_k(attempts, passes, k) for k in range(1, attempts + 1)}
+    """pass@k for every k from 1 to ``attempts``, keyed by ``str(k)``."""
+    return every_k(pass_at_k, attempts, passes)
 
 
 def pass_at_k_over_tasks(counts: Sequence[TaskCount], k: int) -> MeanEstimate:

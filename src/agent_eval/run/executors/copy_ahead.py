@@ -20,6 +20,8 @@ import mmap
 import struct
 from collections.abc import Sequence
 from errno import EINVAL
+from functools import cache
+from typing import Any
 
 PAGE = mmap.PAGESIZE
 PRESENT, EXCLUSIVE = 1 << 63, 1 << 56
@@ -51,6 +53,8 @@ def written_ranges(pid: int) -> list[tuple[int, int]]:
                 found += _runs(start, struct.unpack(f"{len(entries) // 8}Q", entries))
     except (OSError, ValueError):
         return []
+    if found:
+        _madvise()  # looked up here, in the worker, so that no copy pays for it
     return found
 
 
@@ -67,13 +71,19 @@ def _runs(start: int, entries: Sequence[int]) -> list[tuple[int, int]]:
     return runs
 
 
+@cache
+def _madvise() -> Any:
+    """libc's madvise, looked up once."""
+    madvise = ctypes.CDLL(None, use_errno=True).madvise
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    return madvise
+
+
 def copy_ahead(ranges: Ranges) -> None:
     """Copy now the pages of ``ranges`` this process shares with its parent, as a first
     write would; a range no longer mapped, or a kernel without the advice, is skipped."""
     if not ranges:
         return
-    madvise = ctypes.CDLL(None, use_errno=True).madvise
-    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     for start, length in ranges:
-        if madvise(start, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == EINVAL:
+        if _madvise()(start, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == EINVAL:
             return  # a kernel older than 5.14
