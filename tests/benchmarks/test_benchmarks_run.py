@@ -21,6 +21,7 @@ BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
         ("overhead.py", ["--repeats", "2", "--runs", "1"], "ms/attempt"),
         ("memory.py", ["--sizes", "20"], "20"),
         ("fork_cost.py", ["--forks", "5", "--pages", "50"], "copy-on-write fault"),
+        ("copy_pages.py", ["--attempts", "2"], "pages one copy wrote"),
         ("ray_executor.py", ["--repeats", "4", "--concurrency", "2", "--executors", "local"],
          "local"),
     ],
