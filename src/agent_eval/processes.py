@@ -5,7 +5,8 @@ A command started with ``start_new_session=True`` leads its own process group, s
 signal reaches it and every process it started. The tools' ``run_command``, the suites'
 command checks, the command agent, the sandbox reaper and the executors all end their
 children through :func:`kill_group`; the two that run a command to its end with output
-to a file share :func:`run_in_group`. This module imports nothing of the package.
+to a file share :func:`run_in_group`; whoever sizes work to the machine asks
+:func:`usable_cores`. This module imports nothing of the package.
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
+
+
+def usable_cores() -> int:
+    """How many cores this process may run on (its CPU affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def kill_group(pid: int, sig: int = signal.SIGKILL, *, or_process: bool = False) -> None:

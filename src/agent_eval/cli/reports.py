@@ -200,13 +200,6 @@ def compare(
     return EXIT_OK
 
 
-def _cores() -> int:
-    """How many cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _totals_of(path: str) -> RunTotals:
     from agent_eval.interop import load_run
     from agent_eval.report import run_totals
@@ -233,7 +226,9 @@ def _in_child(work: Callable[[], T]) -> Iterator[Callable[[], T | None]]:
     fifth of a second for half a 100,000-row run), so with one core to run on the work is
     left to this process. Only for a command: forking a process with threads is unsafe.
     """
-    if not hasattr(os, "fork") or _cores() < 2:
+    from agent_eval.processes import usable_cores
+
+    if not hasattr(os, "fork") or usable_cores() < 2:
         # One core: the child's pickling would only add to the same core's work.
         yield lambda: None
         return

@@ -84,6 +84,7 @@ def copy_ahead(ranges: Ranges) -> None:
     write would; a range no longer mapped, or a kernel without the advice, is skipped."""
     if not ranges:
         return
+    madvise = _madvise()
     for start, length in ranges:
-        if _madvise()(start, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == EINVAL:
+        if madvise(start, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == EINVAL:
             return  # a kernel older than 5.14

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent_eval.processes import usable_cores
 from agent_eval.redaction import Redactor
 from agent_eval.run.executors.sandboxed import SandboxedWorkers, inside_options
 from agent_eval.run.executors.worker import Worker
@@ -267,13 +267,14 @@ def make_worker(
     """One slot's worker; in a sandbox, it sees the options as they are inside, and the
     sandbox's limits on processes and file size apply to its attempts. With fewer
     ``slots`` than cores, its copies copy ahead the pages they will write."""
-    ahead = slots is not None and slots < len(os.sched_getaffinity(0))
+    ahead = slots is not None and slots < usable_cores()
     if sandbox is None:
         return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder,
                       copy_ahead=ahead)  # fmt: skip
     limits = (user_tasks() + sandbox.processes, sandbox.file_mb)
     inside = {**inside_options(options, sandbox), "log_dir": str(folder / SLOT_LOGS)}
-    return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits, ahead)
+    return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits,
+                  copy_ahead=ahead)  # fmt: skip
 
 
 def serve_all(
