@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent_eval.models.mock_server import MockModelServer
+from agent_eval.processes import usable_cores
 
 # Answers "yes" only to a task its process has seen before; its tokens count the tasks its
 # process has been given, build()'s warm-up included.
@@ -64,6 +65,31 @@ _build = build
 def build(options):
     threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
     _build(options)
+"""
+
+# Answers how many copies of its worker wait ready beside it (sleeping siblings), once
+# one shows up or WAIT seconds have passed.
+SPARES = """
+import os, time
+
+WAIT = 2.0
+
+def waiting():
+    me, worker = os.getpid(), os.getppid()
+    found = 0
+    for pid in open(f"/proc/{worker}/task/{worker}/children").read().split():
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:  # ended meanwhile
+            continue
+        found += int(pid) != me and state == "S"
+    return found
+
+def run_task(task, options):
+    deadline = time.monotonic() + WAIT
+    while not waiting() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"answer": str(waiting()), "steps": 1, "tokens": 1}
 """
 
 LINE = re.compile(r"^  (ok |BAD) (\S+) +r(\d+) +\d+ step\(s\) +(\d+) tok +[\d.]+s$")
@@ -128,6 +154,23 @@ def test_no_attempt_sees_an_earlier_one(
     assert 1 <= len(builds) <= int(concurrency)
     closes = [line.split() for line in (tmp_path / "closes.log").read_text().splitlines()]
     assert sorted(closes) == sorted([pid, "1"] for pid in builds)
+
+
+def test_a_copy_waits_ready_only_where_a_core_would_otherwise_idle(
+    tmp_path: Path, write_agent: Callable[[str], Path], write_suite: Callable[..., Path]
+) -> None:
+    """Below one slot a core, each attempt's copy is forked before it is needed; at or
+    above, a waiting copy would only hold memory while it waits for a core, so each is
+    forked when its attempt comes."""
+    write_agent(SPARES)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["0"]} for i in range(2)])
+    cores = usable_cores()
+    for concurrency, spare in ((1, cores > 1), (max(2, cores), False)):
+        out = f"c{concurrency}.json"
+        done = cli(tmp_path, "--concurrency", str(concurrency), "--out", out)
+        assert done.returncode in (0, 2), done.stderr
+        rows = json.loads((tmp_path / out).read_text())["results"]
+        assert [row["answer"] for row in rows] == ["1" if spare else "0"] * 2, concurrency
 
 
 def test_isolation_worker_carries_state_from_attempt_to_attempt(

@@ -1,18 +1,19 @@
 """Inside a worker process: import the agent, call build() once, then serve attempts.
 
 With isolation ``attempt`` every attempt runs in a copy of the built process, a fork
-made ahead of time that serves that one attempt and ends; the built process itself runs
-no agent code again until close(). With ``worker`` the attempts run in turn in the built
-process, and its state carries from one to the next, as in the course harness.
+that serves that one attempt and ends (made ahead of it where a core would otherwise
+idle); the built process itself runs no agent code again until close(). With ``worker``
+the attempts run in turn in the built process, and its state carries from one to the
+next, as in the course harness.
 
 A fork copies memory, not threads or child processes: when build() leaves either
 running, a copy would lack them, so the worker says why (`fork_hazard`) and runs its
 attempts in-process; the parent then gives each attempt a fresh worker of its own.
 
 Messages on the worker's connection. Parent to worker: ``(spec, options, memory_mb,
-isolation, reply_keys, limits, copy_ahead)``, then ``("run", task, options)`` per
-attempt when it has no copies, ``("kill", pid)`` for a copy past its time, and
-``("close",)``. Worker to parent:
+isolation, reply_keys, limits, ahead)``, then ``("run", task, options)`` per attempt
+when it has no copies, ``("copy",)`` for a copy when none is made ahead of its attempt,
+``("kill", pid)`` for a copy past its time, and ``("close",)``. Worker to parent:
 ``("ready", scaffold, hazard)`` or ``("failed", reason)``; a reply per attempt run
 in-process; with copies, ``("copy", pid)`` followed by the copy's own connection (a
 passed file descriptor) for each copy made ready, and ``("ended", pid, exit code)`` for
@@ -62,9 +63,10 @@ check), or agent_error, over_budget or infra_error (value: why). extra is the ag
 account of an endpoint failure for reply and infra_error, and for an agent_error raised
 by run_task its traceback's frames in the agent's own files (`agent_frames`)."""
 SPARE_COPIES = 1
-"""Copies kept waiting. One is enough: the next is forked as soon as an attempt takes it,
-and an attempt lasts longer than a fork. A second one changed no wall time, at
-concurrency 1 or 32, and cost 1.5 MB of PSS (its page tables and the pages it wrote)."""
+"""Copies kept waiting when copies are made ahead (`AttemptSetup.ahead`). One is enough:
+the next is forked as soon as an attempt takes it, and an attempt lasts longer than a
+fork. A second one changed no wall time, at concurrency 1 or 32, and cost 1.5 MB of PSS
+(its page tables and the pages it wrote)."""
 TAKEN, REPLIED = b"t", b"r"
 """What a copy tells the worker: it has its attempt (make the next copy), it answered."""
 
@@ -90,9 +92,11 @@ class AttemptSetup:
     """RLIMIT_NPROC of an attempt (None: unchanged)."""
     file_mb: int | None = None
     """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
-    copy_ahead: bool = False
-    """Whether each copy copies, while it waits, the pages an earlier one wrote: where
-    a core would otherwise idle (run/executors/copy_ahead.py)."""
+    ahead: bool = False
+    """Whether copies are made before their attempts ask (SPARE_COPIES of them), each
+    copying, while it waits, the pages an earlier one wrote (run/executors/copy_ahead.py):
+    where a core would otherwise idle. Else a copy is made when its attempt asks, and
+    none waits holding memory."""
 
     def apply(self) -> None:
         """Set the per-attempt limits in this process, which the attempt runs in."""
@@ -151,21 +155,21 @@ def _serve_in_process(conn: Connection, agent: Agent, setup: AttemptSetup) -> No
 
 
 def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
-    """Keep SPARE_COPIES unused copies ready for the parent; end every copy whose
-    attempt is over, and reap it."""
+    """Make copies for the parent: SPARE_COPIES kept ready ahead, or one each time the
+    parent asks; end every copy whose attempt is over, and reap it."""
     copies: dict[int, AttemptFork] = {}
     """Live copies by the worker's end of their status pipe."""
     dying: set[int] = set()
     """Copies killed while stopped, not yet reaped: each tears its memory down while
     the parent scores its attempt."""
 
-    ahead: list[tuple[int, int]] = []
-    """The pages one copy wrote, which every later copy copies while it waits."""
+    learned: list[tuple[int, int]] = []
+    """The pages one copy wrote, which each later spare copies for itself while it waits."""
 
     def end(copy: AttemptFork) -> int:
         keep = {other.pid for other in copies.values()} | dying
-        code, reaped = copy.end(keep, learn=setup.copy_ahead and not ahead)
-        ahead.extend(copy.written)
+        code, reaped = copy.end(keep, learn=setup.ahead and not learned)
+        learned.extend(copy.written)
         if not reaped:
             dying.add(copy.pid)
         return code
@@ -174,7 +178,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
     """The connection as a socket, made once, to pass each copy's descriptor on."""
 
     def make_ready() -> None:
-        copy = AttemptFork.fork(conn, handles, agent.run_task, setup, ahead)
+        copy = AttemptFork.fork(conn, handles, agent.run_task, setup, learned)
         copies[copy.status] = copy
         _tell(conn, ("copy", copy.pid))
         # as multiprocessing's send_handle sends it (recv_handle reads it), on a socket
@@ -183,7 +187,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
         handles.sendmsg([b"\x01"], [rights])
         os.close(copy.parent_end)
 
-    for _ in range(SPARE_COPIES):
+    for _ in range(SPARE_COPIES if setup.ahead else 0):
         make_ready()
     try:
         while True:
@@ -201,6 +205,9 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                         _reap(dying, wait=True)
                         _close(conn, agent)
                         return
+                    if message[0] == "copy":
+                        make_ready()
+                        continue
                     if message[0] == "kill":  # past its time: "ended" follows, as for any
                         for copy in copies.values():
                             if copy.pid == message[1]:
@@ -215,7 +222,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
                     del copies[fd]
                     code = end(copy)  # and with it anything the attempt left running
                     _tell(conn, ("ended", copy.pid, code))  # the parent scores once it hears
-                if taken:  # after "ended": the next spare's fork is not the parent's wait
+                if taken and setup.ahead:  # after "ended": not part of the parent's wait
                     make_ready()
     finally:
         while copies:

@@ -58,16 +58,17 @@ class Worker:
         on_fallback: Callable[[str], None] | None = None,
         folder: Path | None = None,
         limits: tuple[int | None, int | None] = (None, None),
-        copy_ahead: bool = False,
+        ahead: bool = False,
     ) -> None:
         """``folder`` is the slot's scratch folder, where its attempts' workspaces are
         made; ``limits`` the processes and file size (MB) an attempt may have;
-        ``copy_ahead``: whether copies copy ahead the pages they will write (a core
-        would idle otherwise: run/executors/copy_ahead.py)."""
+        ``ahead``: whether the worker makes each copy before its attempt asks, where a
+        core would idle otherwise (agent_host.AttemptSetup.ahead)."""
         self._zygote = zygote
         self.folder = folder
         self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields),
-                      limits, copy_ahead)  # fmt: skip
+                      limits, ahead)  # fmt: skip
+        self._ahead = ahead
         self._isolation = isolation
         self._on_fallback = on_fallback
         self._pid: int | None = None
@@ -184,7 +185,10 @@ class Worker:
             return Outcome(None, str(exc), "agent_error")
 
     def _take_copy(self, conn: Connection) -> tuple[int, Connection]:
-        """The copy the worker made ready (waiting while it is still being forked)."""
+        """The copy the worker made ready, asked for now unless it makes them ahead
+        (waiting while it is still being forked)."""
+        if not self._spares and not self._ahead:
+            conn.send(("copy",))
         while not self._spares:
             self._read_notice(conn)
         return self._spares.popleft()
