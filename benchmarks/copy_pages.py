@@ -11,6 +11,8 @@ same two-turn task:
 - the same, forked with libc's fork() instead of os.fork(), so that none of Python's
   at-fork handlers run (the child reseeds `random` and renews its model client's pool,
   as those handlers would): what the handlers themselves add;
+- forks that run no attempt and exit, by os.fork() and by libc's fork(): what a copy
+  costs before its attempt begins;
 - one fork is stopped after its attempt, and the pages it wrote (present in memory and
   mapped by it alone, /proc/PID/pagemap) are counted by the mapping they lie in.
 
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
             libc_fork = ctypes.PyDLL(None).fork
             forked = in_forks(run, args.attempts, os.fork, lambda: None)
             bare = in_forks(run, args.attempts, libc_fork, renew_as_hooks_would)
+            idle = in_forks(lambda: None, args.attempts, os.fork, lambda: None)
+            idle_bare = in_forks(lambda: None, args.attempts, libc_fork, lambda: None)
             kinds = pages_written(run)
     print(f"python {platform.python_version()}, builtin:minimal, a two-turn task, "
           f"{args.attempts} attempts each, load {os.getloadavg()[0]:.2f}")  # fmt: skip
@@ -169,6 +173,9 @@ def main(argv: list[str] | None = None) -> None:
                                       ("in a fresh libc fork():", bare)):  # fmt: skip
         print(f"{label:24} {cpu:6.2f} ms CPU per attempt in the child, {faults:.0f} page "
               f"faults; {own:.2f} ms CPU per fork in the parent")  # fmt: skip
+    for label, (cpu, faults, _) in (("no attempt, os.fork():", idle),
+                                    ("no attempt, libc fork():", idle_bare)):  # fmt: skip
+        print(f"{label:24} {cpu:6.2f} ms CPU in the child, {faults:.0f} page faults")
     print(f"pages one copy wrote in its attempt: {sum(kinds.values())}")
     for kind, pages in kinds.most_common():
         print(f"  {pages:6}  {kind}")
