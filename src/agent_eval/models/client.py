@@ -63,8 +63,8 @@ class ChatReply:
 
 
 _LIVE: weakref.WeakSet[ChatClient] = weakref.WeakSet()
-"""Every client of this process, so that a fork renews their pools as it starts: a spare
-copy of a built worker then does it while it waits for its attempt, not during it."""
+"""Every client of this process, so that a fork renews their pools as it starts: a copy
+of a built worker made ahead of its attempt does it while it waits, not during it."""
 
 
 def _renew_pools() -> None:
