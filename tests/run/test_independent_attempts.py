@@ -156,16 +156,16 @@ def test_no_attempt_sees_an_earlier_one(
     assert sorted(closes) == sorted([pid, "1"] for pid in builds)
 
 
-def test_a_copy_waits_ready_only_where_a_core_would_otherwise_idle(
+def test_a_copy_waits_ready_only_while_the_slots_do_not_outnumber_the_cores(
     tmp_path: Path, write_agent: Callable[[str], Path], write_suite: Callable[..., Path]
 ) -> None:
-    """Below one slot a core, each attempt's copy is forked before it is needed; at or
-    above, a waiting copy would only hold memory while it waits for a core, so each is
-    forked when its attempt comes."""
+    """Up to one slot a core, each attempt's copy is forked before it is needed; with
+    more slots than cores a waiting copy would only hold memory while it waits for a
+    core, so each is forked when its attempt comes."""
     write_agent(SPARES)
     write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["0"]} for i in range(2)])
     cores = usable_cores()
-    for concurrency, spare in ((1, cores > 1), (max(2, cores), False)):
+    for concurrency, spare in ((1, True), (cores, True), (cores + 1, False)):
         out = f"c{concurrency}.json"
         done = cli(tmp_path, "--concurrency", str(concurrency), "--out", out)
         assert done.returncode in (0, 2), done.stderr

@@ -1,8 +1,8 @@
 """Inside a worker process: import the agent, call build() once, then serve attempts.
 
 With isolation ``attempt`` every attempt runs in a copy of the built process, a fork
-that serves that one attempt and ends (made ahead of it where a core would otherwise
-idle); the built process itself runs no agent code again until close(). With ``worker``
+that serves that one attempt and ends (made ahead of it unless the slots outnumber the
+cores); the built process itself runs no agent code again until close(). With ``worker``
 the attempts run in turn in the built process, and its state carries from one to the
 next, as in the course harness.
 
@@ -11,9 +11,10 @@ running, a copy would lack them, so the worker says why (`fork_hazard`) and runs
 attempts in-process; the parent then gives each attempt a fresh worker of its own.
 
 Messages on the worker's connection. Parent to worker: ``(spec, options, memory_mb,
-isolation, reply_keys, limits, ahead)``, then ``("run", task, options)`` per attempt
-when it has no copies, ``("copy",)`` for a copy when none is made ahead of its attempt,
-``("kill", pid)`` for a copy past its time, and ``("close",)``. Worker to parent:
+isolation, reply_keys, limits, (ahead, copy_ahead))``, then ``("run", task, options)``
+per attempt when it has no copies, ``("copy",)`` for a copy when none is made ahead of
+its attempt, ``("kill", pid)`` for a copy past its time, and ``("close",)``. Worker to
+parent:
 ``("ready", scaffold, hazard)`` or ``("failed", reason)``; a reply per attempt run
 in-process; with copies, ``("copy", pid)`` followed by the copy's own connection (a
 passed file descriptor) for each copy made ready, and ``("ended", pid, exit code)`` for
@@ -75,8 +76,8 @@ def main(fd: int) -> None:
     """Worker process entry: read the agent spec from the parent, then serve attempts."""
     become_subreaper()
     conn = Connection(fd)
-    spec, options, memory_mb, isolation, reply_keys, (processes, file_mb), ahead = conn.recv()
-    setup = AttemptSetup(reply_keys, memory_mb, processes, file_mb, ahead)
+    spec, options, memory_mb, isolation, reply_keys, limits, copies = conn.recv()
+    setup = AttemptSetup(reply_keys, memory_mb, *limits, *copies)
     _serve(conn, spec, options, isolation, setup)
 
 
@@ -93,10 +94,11 @@ class AttemptSetup:
     file_mb: int | None = None
     """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
     ahead: bool = False
-    """Whether copies are made before their attempts ask (SPARE_COPIES of them), each
-    copying, while it waits, the pages an earlier one wrote (run/executors/copy_ahead.py):
-    where a core would otherwise idle. Else a copy is made when its attempt asks, and
-    none waits holding memory."""
+    """Whether copies are made before their attempts ask (SPARE_COPIES of them); else
+    each is made when its attempt asks, and none waits holding memory."""
+    copy_ahead: bool = False
+    """Whether each copy made ahead copies, while it waits, the pages an earlier one
+    wrote (run/executors/copy_ahead.py): where a core would otherwise idle."""
 
     def apply(self) -> None:
         """Set the per-attempt limits in this process, which the attempt runs in."""
@@ -168,7 +170,7 @@ def _serve_copies(conn: Connection, agent: Agent, setup: AttemptSetup) -> None:
 
     def end(copy: AttemptFork) -> int:
         keep = {other.pid for other in copies.values()} | dying
-        code, reaped = copy.end(keep, learn=setup.ahead and not learned)
+        code, reaped = copy.end(keep, learn=setup.copy_ahead and not learned)
         learned.extend(copy.written)
         if not reaped:
             dying.add(copy.pid)

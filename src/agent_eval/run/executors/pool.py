@@ -265,19 +265,22 @@ def make_worker(
     slots: int | None = None,
 ) -> Worker:
     """One slot's worker; in a sandbox, it sees the options as they are inside, and the
-    sandbox's limits on processes and file size apply to its attempts. With fewer
-    ``slots`` than cores, its copies are made ahead of their attempts, and copy ahead
-    the pages they will write; with as many or more, a spare copy would only wait for a
-    core while holding memory (a fifth of a run's PSS at concurrency 32), so each is
-    made when its attempt comes."""
-    ahead = slots is not None and slots < usable_cores()
+    sandbox's limits on processes and file size apply to its attempts.
+
+    Its copies are made ahead of their attempts while ``slots`` do not outnumber the
+    cores, and with fewer slots than cores they also copy ahead the pages they will
+    write. With more slots than cores a waiting copy would only wait for a core while
+    holding memory (a fifth of a run's PSS at concurrency 32), so each is made when its
+    attempt comes."""
+    cores = usable_cores()
+    ahead, copy_ahead = slots is not None and slots <= cores, slots is not None and slots < cores
     if sandbox is None:
         return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder,
-                      ahead=ahead)  # fmt: skip
+                      ahead=ahead, copy_ahead=copy_ahead)  # fmt: skip
     limits = (user_tasks() + sandbox.processes, sandbox.file_mb)
     inside = {**inside_options(options, sandbox), "log_dir": str(folder / SLOT_LOGS)}
     return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits,
-                  ahead=ahead)  # fmt: skip
+                  ahead=ahead, copy_ahead=copy_ahead)  # fmt: skip
 
 
 def serve_all(

@@ -59,15 +59,17 @@ class Worker:
         folder: Path | None = None,
         limits: tuple[int | None, int | None] = (None, None),
         ahead: bool = False,
+        copy_ahead: bool = False,
     ) -> None:
         """``folder`` is the slot's scratch folder, where its attempts' workspaces are
         made; ``limits`` the processes and file size (MB) an attempt may have;
-        ``ahead``: whether the worker makes each copy before its attempt asks, where a
-        core would idle otherwise (agent_host.AttemptSetup.ahead)."""
+        ``ahead``: whether the worker makes each copy before its attempt asks, and
+        ``copy_ahead`` whether such a copy copies ahead the pages it will write
+        (agent_host.AttemptSetup)."""
         self._zygote = zygote
         self.folder = folder
         self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields),
-                      limits, ahead)  # fmt: skip
+                      limits, (ahead, copy_ahead))  # fmt: skip
         self._ahead = ahead
         self._isolation = isolation
         self._on_fallback = on_fallback
