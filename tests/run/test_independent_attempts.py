@@ -68,11 +68,12 @@ def build(options):
 """
 
 # Answers how many copies of its worker wait ready beside it (sleeping siblings), once
-# one shows up or WAIT seconds have passed.
+# one shows up or WAIT seconds have passed: long enough for a spare's fork to reach its
+# wait on a loaded machine, paid in full only where no spare is made.
 SPARES = """
 import os, time
 
-WAIT = 2.0
+WAIT = 10.0
 
 def waiting():
     me, worker = os.getpid(), os.getppid()

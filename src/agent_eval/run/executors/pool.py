@@ -102,7 +102,7 @@ class Dispatch:
             stack.callback(starter.close)
             first = make_worker(starter, self._spec, self._options, self._memory,
                                 self._isolation, self._sandbox, slot_folder(scratch, 0),
-                                self._fallback, self._concurrency)  # fmt: skip
+                                self._concurrency, self._fallback)  # fmt: skip
             self._start = _FirstWorker(stack.pop_all(), scratch, starter, first)
 
     def run(
@@ -146,8 +146,8 @@ class Dispatch:
         count = max(1, min(self._concurrency, len(pending)))
         workers = [start.first] + [
             make_worker(start.starter, self._spec, self._options, self._memory, self._isolation,
-                        self._sandbox, slot_folder(start.scratch, n), self._fallback,
-                        self._concurrency)
+                        self._sandbox, slot_folder(start.scratch, n), self._concurrency,
+                        self._fallback)
             for n in range(1, count)
         ]  # fmt: skip
         start.ran = True
@@ -261,8 +261,8 @@ def make_worker(
     isolation: Isolation,
     sandbox: Sandbox | None,
     folder: Path,
+    slots: int,
     on_fallback: Callable[[str], None] | None = None,
-    slots: int | None = None,
 ) -> Worker:
     """One slot's worker; in a sandbox, it sees the options as they are inside, and the
     sandbox's limits on processes and file size apply to its attempts.
@@ -273,7 +273,7 @@ def make_worker(
     holding memory (a fifth of a run's PSS at concurrency 32), so each is made when its
     attempt comes."""
     cores = usable_cores()
-    ahead, copy_ahead = slots is not None and slots <= cores, slots is not None and slots < cores
+    ahead, copy_ahead = slots <= cores, slots < cores
     if sandbox is None:
         return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder,
                       ahead=ahead, copy_ahead=copy_ahead)  # fmt: skip

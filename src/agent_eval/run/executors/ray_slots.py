@@ -93,7 +93,7 @@ class SlotGroup:
         self._starter = start_workers(spec, start, slots, sandbox, scratch, self._plan.redact)
         memory_mb, isolation = limits  # --max-memory-mb and --isolation, as on one machine
         self._workers = [make_worker(self._starter, spec, options, memory_mb, isolation, sandbox,
-                                     slot_folder(scratch, n), slots=slots)
+                                     slot_folder(scratch, n), slots)
                          for n in range(slots)]  # fmt: skip
         self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
         for worker in self._workers:
