@@ -11,7 +11,10 @@ round after round, and the table shows medians over the rounds of:
   child's rusage), so the figure moves less with other load on the machine;
 - peak PSS of the command's whole process tree, sampled from /proc/PID/smaps_rollup
   (shared pages are split between the processes that share them, so a pool of forked
-  copies is not counted thirty times over).
+  copies is not counted thirty times over);
+- for the latency case, the run once started as well: from the first attempt's start to
+  the last one's end, read from the run's own records (agent-eval's trajectories and
+  rows, Inspect AI's samples), against the ideal.
 
 Cases (``--cases``): ``c1`` (concurrency 1), ``c32`` (concurrency 32, agent-eval with the
 default isolation and with ``--isolation worker``), ``latency`` (every model call waits
@@ -41,6 +44,7 @@ import threading
 import time
 import venv
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from agent_eval.models.mock_script import parse_script
@@ -119,6 +123,8 @@ class Measure:
     cpu: float
     pss_mb: float
     passed: int
+    started: float | None = None
+    """Seconds from the first attempt's start to the last attempt's end."""
 
 
 def cases(names: list[str], loops: int) -> list[Case]:
@@ -254,6 +260,22 @@ def passed_rows(results: Path) -> int:
     return sum(1 for row in rows if row.get("failure_class") == "passed")
 
 
+def ae_started(results: Path) -> float | None:
+    """An agent-eval run once started: each attempt's start is its trajectory's, its end
+    that plus the row's seconds."""
+    spans = []
+    for row in json.loads(results.read_text())["results"]:
+        with (results.parent / row["trajectory_file"]).open() as trajectory:
+            began = datetime.fromisoformat(json.loads(trajectory.readline())["meta"]["started"])
+        spans.append((began.timestamp(), began.timestamp() + row["seconds"]))
+    return span(spans)
+
+
+def span(spans: list[tuple[float, float]]) -> float | None:
+    """From the earliest start to the latest end."""
+    return max(end for _, end in spans) - min(start for start, _ in spans) if spans else None
+
+
 def run_ae(
     case: Case, isolation: str | None, work: Path, url: str, pss: float, extra: list[str]
 ) -> Measure:
@@ -270,7 +292,10 @@ def run_ae(
         command += ["--isolation", isolation]
     command += extra
     result = measure(command, work, dict(os.environ), pss)
-    return Measure(result.wall, result.cpu, result.pss_mb, passed_rows(out / "r.json"))
+    results = out / "r.json"
+    return Measure(
+        result.wall, result.cpu, result.pss_mb, passed_rows(results), ae_started(results)
+    )
 
 
 def run_inspect(case: Case, inspect: Path, work: Path, url: str, pss: float) -> Measure:
@@ -285,32 +310,38 @@ def run_inspect(case: Case, inspect: Path, work: Path, url: str, pss: float) -> 
     env = dict(os.environ, MOCK_BASE_URL=url, MOCK_API_KEY="dummy", INSPECT_LOG_DIR=str(logs))
     result = measure(command, work, env, pss)
     logs_found = list(logs.glob("*.json"))
-    passed = 0
+    passed, started = 0, None
     if logs_found:
-        log = json.loads(logs_found[0].read_text())
+        samples = json.loads(logs_found[0].read_text()).get("samples", [])
         passed = sum(
-            1
-            for s in log.get("samples", [])
-            if any(v.get("value") == "C" for v in s.get("scores", {}).values())
+            1 for s in samples if any(v.get("value") == "C" for v in s.get("scores", {}).values())
         )
-    return Measure(result.wall, result.cpu, result.pss_mb, passed)
+        started = span([
+            (datetime.fromisoformat(s["started_at"]).timestamp(),
+             datetime.fromisoformat(s["completed_at"]).timestamp())
+            for s in samples if s.get("started_at") and s.get("completed_at")
+        ])  # fmt: skip
+    return Measure(result.wall, result.cpu, result.pss_mb, passed, started)
 
 
 def progress(case: Case, side: str, round_: int, got: Measure) -> None:
     """One line on stderr per run, as it ends, with the load at that moment."""
     load = os.getloadavg()[0]
     print(f"{case.loops} loops, {case.name}, {side}, round {round_}: wall {got.wall:.2f} s, "
-          f"cpu {got.cpu:.2f} s, PSS {got.pss_mb:.0f} MB, passed {got.passed} (load {load:.2f})",
+          f"cpu {got.cpu:.2f} s, PSS {got.pss_mb:.0f} MB, passed {got.passed}"
+          f"{f', once started {got.started:.2f} s' if got.started else ''} (load {load:.2f})",
           file=sys.stderr, flush=True)  # fmt: skip
 
 
 def median(runs: list[Measure]) -> Measure:
     """The median of each figure over the rounds (rows: the fewest that passed)."""
+    started = [r.started for r in runs if r.started is not None]
     return Measure(
         statistics.median(r.wall for r in runs),
         statistics.median(r.cpu for r in runs),
         statistics.median(r.pss_mb for r in runs),
         min(r.passed for r in runs),
+        statistics.median(started) if started else None,
     )
 
 
@@ -439,7 +470,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     for case_label, side, m, ideal in rows:
         loops = int(case_label.split()[0])
-        shown = f"{ideal:.2f} s ({m.wall / ideal:.2f}x)" if ideal else ""
+        shown = ""
+        if ideal:
+            once = f"; {m.started / ideal:.2f}x once started" if m.started else ""
+            shown = f"{ideal:.2f} s ({m.wall / ideal:.2f}x{once})"
         print(
             f"{case_label:<28} {side:<30} {m.wall:7.2f} {m.cpu:7.2f} {1000 * m.cpu / loops:11.2f} "
             f"{m.pss_mb:7.0f} {m.passed:7d}  {shown}"

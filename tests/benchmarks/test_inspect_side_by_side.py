@@ -5,6 +5,7 @@ Only what is not timing is asserted: the figures themselves are the machine's.""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +63,13 @@ def test_a_tiny_agent_eval_run_completes_and_every_loop_passes() -> None:
         assert wall > 0 and cpu > 0 and pss > 0
         assert passed == 4
     # the ideal: 2 calls x 4 loops x 20 ms / 32
-    assert rows[("4 loops, 20 ms, 32 conc.", "agent-eval")][5] == "0.01"
+    latency = rows[("4 loops, 20 ms, 32 conc.", "agent-eval")]
+    assert latency[5] == "0.01"
+    # and the run once started, from its own records: its attempts' span lies within its
+    # wall time, which includes the start-up and the exit
+    found = re.fullmatch(r"\(([\d.]+)x; ([\d.]+)x once started\)", " ".join(latency[7:]))
+    assert found is not None, latency
+    assert 0 < float(found[2]) <= float(found[1])
 
 
 @pytest.mark.slow
