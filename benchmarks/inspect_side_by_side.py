@@ -262,9 +262,11 @@ def passed_rows(results: Path) -> int:
 
 def ae_started(results: Path) -> float | None:
     """An agent-eval run once started: each attempt's start is its trajectory's, its end
-    that plus the row's seconds."""
+    that plus the row's seconds (an attempt without a trajectory is left out)."""
     spans = []
     for row in json.loads(results.read_text())["results"]:
+        if not row.get("trajectory_file"):
+            continue
         with (results.parent / row["trajectory_file"]).open() as trajectory:
             began = datetime.fromisoformat(json.loads(trajectory.readline())["meta"]["started"])
         spans.append((began.timestamp(), began.timestamp() + row["seconds"]))
