@@ -49,6 +49,8 @@ from pathlib import Path
 
 from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
+from agent_eval.results import iter_rows
+from agent_eval.trajectory import read_trajectory, trajectory_path
 
 INSPECT_VERSION = "0.3.285"
 CASES = ("c1", "c32", "latency", "start")
@@ -254,23 +256,19 @@ def write_loops(folder: Path, count: int) -> None:
             handle.write(json.dumps({"id": i, "input": p, "target": "3"}) + "\n")
 
 
-def passed_rows(results: Path) -> int:
-    """How many attempts of an agent-eval results file passed."""
-    rows = json.loads(results.read_text())["results"]
-    return sum(1 for row in rows if row.get("failure_class") == "passed")
-
-
-def ae_started(results: Path) -> float | None:
-    """An agent-eval run once started: each attempt's start is its trajectory's, its end
-    that plus the row's seconds (an attempt without a trajectory is left out)."""
-    spans = []
-    for row in json.loads(results.read_text())["results"]:
-        if not row.get("trajectory_file"):
-            continue
-        with (results.parent / row["trajectory_file"]).open() as trajectory:
-            began = datetime.fromisoformat(json.loads(trajectory.readline())["meta"]["started"])
-        spans.append((began.timestamp(), began.timestamp() + row["seconds"]))
-    return span(spans)
+def ae_outcome(results: Path) -> tuple[int, float | None]:
+    """How many attempts of an agent-eval results file passed, and the run once started:
+    each attempt's start is its trajectory's, its end that plus the row's seconds (an
+    attempt without a trajectory is left out)."""
+    passed, spans = 0, []
+    for row in iter_rows(results):
+        passed += row.failure_class == "passed"
+        path = trajectory_path(results, row.trajectory_file)
+        meta = read_trajectory(path).meta if path is not None else None
+        if meta is not None and "started" in meta:
+            began = datetime.fromisoformat(meta["started"]).timestamp()
+            spans.append((began, began + row.seconds))
+    return passed, span(spans)
 
 
 def span(spans: list[tuple[float, float]]) -> float | None:
@@ -294,10 +292,7 @@ def run_ae(
         command += ["--isolation", isolation]
     command += extra
     result = measure(command, work, dict(os.environ), pss)
-    results = out / "r.json"
-    return Measure(
-        result.wall, result.cpu, result.pss_mb, passed_rows(results), ae_started(results)
-    )
+    return Measure(result.wall, result.cpu, result.pss_mb, *ae_outcome(out / "r.json"))
 
 
 def run_inspect(case: Case, inspect: Path, work: Path, url: str, pss: float) -> Measure:
