@@ -171,6 +171,27 @@ def test_resume_with_nothing_to_resume_names_both_files(
     )
 
 
+def test_an_empty_journal_is_no_unfinished_run(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    """A run's journal is made before its sandbox starts, empty until its first line: a
+    run killed in between leaves nothing to resume, so the next run with that --out
+    starts; a journal with a line in it is an unfinished run, and is refused."""
+    write_agent(SLOW_AGENT)
+    write_suite([{"id": "t1", "task": "q"}])
+    (tmp_path / "r.json.journal.jsonl").write_text("")
+    proc = start(tmp_path, "r.json")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (0, 2), err
+    assert len(json.loads((tmp_path / "r.json").read_text())["results"]) == 2
+    assert not (tmp_path / "r.json.journal.jsonl").exists()
+    (tmp_path / "s.json.journal.jsonl").write_text('{"journal": {}}\n')
+    proc = start(tmp_path, "s.json")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "an unfinished run's journal" in err and "--resume s.json" in err
+
+
 def test_more_repeats_extend_a_finished_run_without_running_its_attempts_again(
     tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
 ) -> None:

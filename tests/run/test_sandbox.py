@@ -354,6 +354,57 @@ def test_a_journal_rewritten_during_the_run_gives_no_verdict(
     assert not (tmp_path / "r.json").exists()
 
 
+# Looks through its current folder, where the run writes its results, journal and
+# trajectories, for what an earlier attempt's checks missed, and answers with it.
+MEMORY_AGENT = """
+import json, os
+
+def _missed():
+    for folder, _, names in os.walk(os.getcwd()):
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    lines = handle.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                checks = record.get("checks") if isinstance(record, dict) else None
+                if isinstance(checks, dict) and checks.get("missing"):
+                    return checks["missing"]
+    return []
+
+def run_task(task, options):
+    return {"answer": " ".join(_missed()) or "none found", "steps": 1, "tokens": 1}
+"""
+
+
+@needs_sandbox
+def test_no_attempt_reads_what_an_earlier_one_missed_from_the_runs_own_files(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """The results, journal and trajectories are written in the current folder, which
+    the sandbox shows: they are made before it starts, so that it hides them, in a new
+    run and in a finished one given more repeats (whose journal is written again)."""
+    write_agent(MEMORY_AGENT)
+    write_suite([{"id": "t1", "category": "c", "task": "When does the backup run?",
+                  "expect_in_answer": ["02:00", "04:00"]}])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    for flags in (["--repeats", "3", "--out", "r.json"], ["--repeats", "5", "--resume", "r.json"]):
+        done = subprocess.run(
+            [str(AGENT_EVAL), "run", "--agent", "agent.py", "--tasks", "suite.json",
+             "--model", "m", "--no-preflight", "--sandbox", "on", *flags],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        assert done.returncode in (0, 2), done.stderr
+    rows = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["results"]
+    assert [row["answer"] for row in rows] == ["none found"] * 5
+    assert not list(tmp_path.glob("*.journal.jsonl"))
+
+
 DAEMON_AGENT = (
     DAEMON
     + """

@@ -9,6 +9,7 @@ kills them. Either way the journal and partial results are written.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import platform
@@ -135,7 +136,7 @@ def prepare(config: RunConfig) -> PreparedRun:
         _adopt(prepared, config.resume)
     elif config.out is not None:
         prepared.journal_path = journal_path_for(config.out)
-        if prepared.journal_path.exists():
+        if prepared.journal_path.exists() and prepared.journal_path.stat().st_size:
             raise ConfigError(
                 f"--out {config.out}: an unfinished run's journal {prepared.journal_path} is "
                 f"there; continue it with --resume {config.out}, or delete the journal"
@@ -283,15 +284,47 @@ def starting(
     config = prepared.config
     redact = run_redactor(config.api_key, config.options, config.secret_options)
     started = Started.made(prepared, redact, _redacted(on_notice, redact))
-    with _errors_told_plainly(prepared, redact):
-        started.executor.start()
-    # The results' host string runs `uname -p` (about 13 ms): asked now, while the first
-    # worker builds, platform's cache has it when the run ends.
-    threading.Thread(target=platform.platform, name="host", daemon=True).start()
+    with _outputs_made_first(prepared):
+        with _errors_told_plainly(prepared, redact):
+            started.executor.start()
+        # The results' host string runs `uname -p` (about 13 ms): asked now, while the
+        # first worker builds, platform's cache has it when the run ends.
+        threading.Thread(target=platform.platform, name="host", daemon=True).start()
+        try:
+            yield started
+        finally:
+            started.executor.close()
+
+
+@contextmanager
+def _outputs_made_first(prepared: PreparedRun) -> Iterator[None]:
+    """Make the run's outputs before its sandbox starts (`_outputs_made`): a sandbox
+    hides only what exists when it starts, and a journal it showed would tell an agent
+    the earlier attempts' verdicts and what their checks missed. A journal still empty
+    at the end was never used (execute() writes its header first), so it goes."""
+    journal = _outputs_made(prepared)
     try:
-        yield started
+        yield
     finally:
-        started.executor.close()
+        with contextlib.suppress(OSError):
+            if journal.stat().st_size == 0:
+                journal.unlink()
+
+
+def _outputs_made(prepared: PreparedRun) -> Path:
+    """The run's trajectory folder and its journal file, made where they are not yet: a
+    finished run's journal is written again from its results (more repeats of it), else
+    the file is made empty for the Journal to fill. Written in place from then on, so
+    that a sandbox's mask over it holds (a file renamed over a mount point drops it)."""
+    journal = prepared.journal_path
+    assert journal is not None  # prepare() always sets it
+    prepared.config.trajectory_dir.mkdir(parents=True, exist_ok=True)
+    if prepared.reopen is not None:
+        reopen_journal(prepared.reopen, _journal_header(prepared))
+        prepared.reopen = None
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.touch()
+    return journal
 
 
 def execute(
@@ -326,13 +359,8 @@ def _execute(
 ) -> RunReport:
     config = prepared.config
     on_notice, on_warning = _redacted(on_notice, redact), _redacted(on_warning, redact)
-    config.trajectory_dir.mkdir(parents=True, exist_ok=True)
-    assert prepared.journal_path is not None  # prepare() always sets it
     order = prepared.order
-    if prepared.reopen is not None:
-        reopen_journal(prepared.reopen, _journal_header(prepared))
-        prepared.reopen = None
-    journal = Journal(prepared.journal_path, _journal_header(prepared), order)
+    journal = Journal(_outputs_made(prepared), _journal_header(prepared), order)
     warnings = [redact(warning) for warning in journal.damaged]
     for warning in warnings:
         on_warning(warning)
@@ -389,7 +417,7 @@ def _execute(
     except BaseException:
         journal.close()
         if not journal:  # nothing ran (build failed): leave no journal to resume
-            prepared.journal_path.unlink(missing_ok=True)
+            journal.path.unlink(missing_ok=True)
         raise
     with _ignoring_ctrl_c():
         try:
@@ -401,14 +429,14 @@ def _execute(
             summary = tally.summary()
             head = results_head(prepared, summary, tally.per_task(), wall, interrupted,
                                 warnings + executor.warnings)  # fmt: skip
-            rows_in, written = prepared.journal_path, 0
+            rows_in, written = journal.path, 0
             if config.out is not None:
                 written = write_results(config.out, head, journal.lines(), redact)
                 rows_in = config.out
         finally:
             journal.close()
         if config.out is not None and not interrupted and written == prepared.attempts:
-            prepared.journal_path.unlink(missing_ok=True)
+            journal.path.unlink(missing_ok=True)
         if config.labbook is not None and not interrupted:
             append_labbook(config.labbook, head.run, redact)
     return RunReport(head, summary, rows_in, interrupted, resumed)
