@@ -80,6 +80,20 @@ def write_agent(tmp_path: Path) -> Callable[[str], Path]:
     return write
 
 
+COURSE = Path(__file__).resolve().parents[2] / "shared" / "course" / "agent-eval.py"
+"""The course harness, which ships beside the repository: course-shaped files are its own."""
+
+
+def course_harness() -> Path:
+    """COURSE; a test that needs it skips without it, and in CI fails."""
+    if not COURSE.is_file():
+        reason = f"the course harness is not at {COURSE} (it ships beside the repository)"
+        if os.environ.get("CI"):
+            pytest.fail(reason + "; CI must run the tests that need it")
+        pytest.skip(reason)
+    return COURSE
+
+
 @pytest.fixture
 def mock_model() -> Iterator[Callable[..., MockModelServer]]:
     """Start scripted servers from script dicts; every one is stopped after the test."""

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import course_harness
 
 ROOT = Path(__file__).resolve().parents[1]
-COURSE = ROOT.parent / "shared" / "course" / "agent-eval.py"
 DATA = ROOT / "tests" / "results" / "data"
 LAB = "part-26/evaluating-agents"
 """The course's lab, which it always writes; agent-eval writes the --lab given."""
@@ -58,15 +58,6 @@ class Pair:
     ours: Side
 
 
-def _course_harness() -> Path:
-    if not COURSE.is_file():
-        reason = f"the course harness is not at {COURSE} (it ships beside the repository)"
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; CI must run the differential test")
-        pytest.skip(reason)
-    return COURSE
-
-
 def _run(folder: Path, command: list[str]) -> Side:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300,
@@ -88,7 +79,7 @@ def _both(root: Path, agent: str, flags: list[str]) -> Pair:
         common = ["--agent", f"{agent}.py", "--tasks", "course-suite.json", "--model", "local/chat",
                   "--out", "results.json", "--labbook", "lb.jsonl", *flags]  # fmt: skip
         if name == "course":
-            command = [sys.executable, str(_course_harness()), *common]
+            command = [sys.executable, str(course_harness()), *common]
         else:
             # the test agents call no model: nothing to check before the first attempt
             command = [sys.executable, "-m", "agent_eval", "run", *common, "--isolation",
@@ -100,7 +91,7 @@ def _both(root: Path, agent: str, flags: list[str]) -> Pair:
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Pair:
-    _course_harness()
+    course_harness()
     agent = str(request.param)
     return _both(tmp_path_factory.mktemp("differential"), agent, CASES[agent])
 

@@ -37,7 +37,7 @@ SRC = Path(agent_eval.__file__).parent
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 SUBPACKAGES = ("run.executors",)
 """Packages inside a package that are units of their own in the table."""
-ROOT_CONSTANTS = frozenset({"__version__", "STARTUP_PATH"})
+ROOT_CONSTANTS = frozenset({"__version__", "STARTUP_PATH", "SHIPPED_SUITES"})
 """Names any module may take from the package root: constants, which import nothing."""
 
 ALLOWED: dict[str, frozenset[str]] = {

@@ -7,6 +7,7 @@ package (say, the records) never drags in the rest.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -15,6 +16,9 @@ STARTUP_PATH = tuple(sys.path)
 """sys.path as it was when the harness was first imported, before any agent file's folder
 was put on it: what a sandbox shows of it (agent_eval.sandbox.bwrap), so that no earlier
 run's agent in this process is visible to a later one's."""
+SHIPPED_SUITES = os.path.join(os.path.dirname(os.path.realpath(__file__)), "suites")
+"""The shipped suites (agent_eval.suite), answers and hidden checks included. They lie in
+the package, which every sandbox must show, so every sandbox hides them."""
 
 _EXPORTS = {
     "AgentEvalError": "agent_eval.errors",

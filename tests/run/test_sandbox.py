@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from agent_eval.errors import ConfigError, ResultsError
+from agent_eval.errors import AgentLoadError, ConfigError, ResultsError
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.run.executors.sandboxed import trust_stores, unshown_trust_stores
 from agent_eval.run.runner import RunReport, execute, prepare
@@ -331,7 +331,8 @@ def test_a_sandboxed_agent_reaches_nothing_but_the_model(
     for secret in (planted["home"], planted["env"], planted["openai"]):
         assert secret not in written
     used = json.loads(written)["run"]["sandbox"]
-    assert used == {"applied": "bwrap", "network": "model", "max_workspace_mb": 1024}
+    assert used == {"applied": "bwrap", "network": "model", "max_workspace_mb": 1024,
+                    "hidden_records": 0}  # fmt: skip
 
 
 def test_a_journal_rewritten_during_the_run_gives_no_verdict(
@@ -403,6 +404,164 @@ def test_no_attempt_reads_what_an_earlier_one_missed_from_the_runs_own_files(
     rows = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["results"]
     assert [row["answer"] for row in rows] == ["none found"] * 5
     assert not list(tmp_path.glob("*.journal.jsonl"))
+
+
+# Looks for what an earlier attempt left in every place it can write outside its
+# workspace, /tmp and HOME included, and leaves the same for the next: files (one in a
+# folder it makes unreadable), a System V segment, a POSIX queue, a mount.
+SHARED_MEMORY_AGENT = """
+import ctypes, glob, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+KEY, NEW = 0x4D454D4F, 0o3600  # IPC_CREAT | IPC_EXCL: made here, or refused
+
+def _error():
+    return os.strerror(ctypes.get_errno())
+
+def run_task(task, options):
+    seen = {}
+    places = ["/dev/shm", *glob.glob("/dev/shm/agent-eval-run-*"), "/tmp", os.environ["HOME"]]
+    for place in places:
+        seen[place] = sorted(n for n in os.listdir(place) if n.startswith("memo"))
+        folder = os.path.join(place, "memo-folder")
+        os.makedirs(folder, exist_ok=True)
+        open(os.path.join(folder, "memo"), "w").close()
+        os.chmod(folder, 0)
+        open(os.path.join(place, f"memo-{os.getpid()}"), "w").close()
+    segment = libc.shmget(KEY, 4096, 0o1666)
+    memo = (ctypes.c_char * 8).from_address(libc.shmat(segment, None, 0))
+    seen["sysv"], memo.value = memo.value.decode(), b"memo"
+    for kind, make in (("semaphore", lambda: libc.semget(KEY, 1, NEW)),
+                       ("message queue", lambda: libc.msgget(KEY, NEW))):
+        seen[kind] = "made" if make() >= 0 else _error()  # EEXIST: an earlier one's
+    queue = ctypes.CDLL("librt.so.1", use_errno=True).mq_open(
+        b"/memo", os.O_CREAT | os.O_RDWR, 0o600, None)
+    seen["queue"] = "made" if queue >= 0 else _error()
+    seen["mount"] = "made" if libc.mount(b"none", b"/srv", b"tmpfs", 0, None) == 0 else _error()
+    return {"answer": json.dumps(seen), "steps": 1, "tokens": 1}
+"""
+
+
+@needs_sandbox
+def test_no_attempt_finds_what_an_earlier_one_left_in_the_slots_shared_places(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """Attempts in the same slot, and in the other: none finds a memo in /dev/shm (or
+    the folders there on the way to the slot's), /tmp, HOME or System V memory, and
+    none can make a POSIX queue or a mount, which no emptying would reach."""
+    agent = write_agent(SHARED_MEMORY_AGENT)
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["y"]}])
+    config = RunConfig(agent=str(agent), tasks=str(suite), repeats=6, concurrency=2, model="m",
+                       preflight=False, out=tmp_path / "r.json",
+                       trajectory_dir=tmp_path / "traj", sandbox="on")  # fmt: skip
+    report = execute(prepare(config))
+    assert [row.error for row in report.rows] == [None] * 6
+    for row in report.rows:
+        seen = json.loads(row.answer)
+        assert seen.pop("sysv") == "", seen
+        assert seen.pop("semaphore") == "made" and seen.pop("message queue") == "made", seen
+        assert seen.pop("queue") != "made" and seen.pop("mount") != "made", seen
+        assert len(seen) >= 4 and all(found == [] for found in seen.values()), seen
+
+
+# Tries to open for writing the memory of every other process it can see: its worker,
+# whose state every later attempt is forked from, and the copy waiting for the next.
+MEMORY_WRITER_AGENT = """
+import json, os
+
+def _writable(pid):
+    try:
+        with open(f"/proc/{pid}/mem", "r+b", buffering=0):
+            return True
+    except OSError:
+        return False
+
+def run_task(task, options):
+    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    seen = {"self": _writable("self"), "parent": os.getppid(),
+            "writable": [p for p in others if _writable(p)], "others": len(others)}
+    return {"answer": json.dumps(seen), "steps": 1, "tokens": 1}
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_no_attempt_can_write_the_memory_later_attempts_start_from(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    concurrency: int,
+) -> None:
+    """An attempt that wrote into its worker, or into the copy made ahead, would reach
+    every later attempt of its slot: it can open neither's memory, only its own."""
+    agent = write_agent(MEMORY_WRITER_AGENT)
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["y"]}])
+    config = RunConfig(agent=str(agent), tasks=str(suite), repeats=4, concurrency=concurrency,
+                       model="m", preflight=False, out=tmp_path / "r.json",
+                       trajectory_dir=tmp_path / "traj", sandbox="on")  # fmt: skip
+    report = execute(prepare(config))
+    for row in report.rows:
+        seen = json.loads(row.answer)
+        assert seen["self"] and seen["others"] >= 1, seen
+        assert seen["writable"] == [], seen
+
+
+# Writes, on every socket it holds, a message whose unpickling would run a command:
+# one that makes a file outside the sandbox, where only the harness could.
+PICKLE_AGENT = """
+import os, pickle, struct
+
+class Command:
+    def __reduce__(self):
+        return (os.system, (f"touch {MARKER}",))
+
+def _send():
+    payload = pickle.dumps(("reply", Command(), None))
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                os.write(int(fd), struct.pack("!i", len(payload)) + payload)
+        except OSError:
+            pass
+
+def build(options):
+    if options.get("in_build"):
+        _send()
+
+def run_task(task, options):
+    _send()
+    return {"answer": "sent", "steps": 1, "tokens": 1}
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize(("isolation", "in_build"), [("attempt", ""), ("worker", ""),
+                                                     ("attempt", "1")])  # fmt: skip
+def test_what_an_agent_writes_on_its_connection_never_runs_in_the_harness(
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[..., Path],
+    isolation: str,
+    in_build: str,
+) -> None:
+    """The harness reads its workers' messages as plain values: a pickle that names a
+    function is refused, and the attempt fails (or the run, when build() sent it),
+    saying why."""
+    marker = tmp_path / "ran-in-the-harness"
+    agent = write_agent(f"MARKER = {str(marker)!r}\n" + PICKLE_AGENT)
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["y"]}])
+    config = RunConfig(agent=str(agent), tasks=str(suite), repeats=2, model="m",
+                       preflight=False, isolation=isolation, out=tmp_path / "r.json",
+                       options={"in_build": in_build}, trajectory_dir=tmp_path / "traj",
+                       sandbox="on")  # fmt: skip
+    if in_build:
+        with pytest.raises(AgentLoadError, match="not a message"):
+            execute(prepare(config))
+    else:
+        report = execute(prepare(config))
+        assert [row.passed for row in report.rows] == [False, False]
+        assert all("not a message" in (row.error or "") for row in report.rows)
+    assert not marker.exists()
 
 
 DAEMON_AGENT = (

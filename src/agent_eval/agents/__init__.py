@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         Agent,
         AgentMisbehaved,
         agent_frames,
+        anchored,
         coerce_reply,
         load_agent,
     )
@@ -28,6 +29,7 @@ __all__ = [
     "Agent",
     "AgentMisbehaved",
     "agent_frames",
+    "anchored",
     "coerce_reply",
     "describe_outage",
     "find_outage",
@@ -57,6 +59,7 @@ _LAZY = {
     "AgentMisbehaved": "agent_eval.agents.entry:AgentMisbehaved",
     "BASELINES": "agent_eval.agents.baselines:BASELINES",
     "agent_frames": "agent_eval.agents.entry:agent_frames",
+    "anchored": "agent_eval.agents.entry:anchored",
     "coerce_reply": "agent_eval.agents.entry:coerce_reply",
     "describe_outage": "agent_eval.agents.outage:describe",
     "find_outage": "agent_eval.agents.outage:find_outage",

@@ -71,6 +71,14 @@ def load_agent(spec: str) -> Agent:
     )
 
 
+def anchored(spec: str) -> str:
+    """``spec`` with a relative agent file made absolute: the same agent for a process
+    whose current folder is another."""
+    if spec.startswith(("cmd:", "builtin:")) or not (spec.endswith(".py") or Path(spec).is_file()):
+        return spec
+    return str(Path(spec).resolve())
+
+
 def _import_target(spec: str) -> Any:
     if spec.startswith("cmd:"):
         from agent_eval.agents.command_agent import CommandAgent

@@ -313,6 +313,9 @@ class SandboxUsed(Record):
     """The size of each slot's private folder, in RAM: its attempt's workspace, /tmp and
     HOME (None: not capped, as when there is no sandbox, or no /dev/shm to keep it out
     of /tmp)."""
+    hidden_records: int | None = None
+    """How many records of earlier runs of these tasks (files, or folders of nothing
+    else) the sandbox hid in the folders it shows: the current one, the agent's."""
 
 
 class LimitSpread(Record):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from agent_eval.agents import Agent
 from agent_eval.records import Task
 from agent_eval.results import Order, SandboxUsed
+from agent_eval.run.earlier_runs import EarlierRecords
 from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox import Sandbox
 from agent_eval.suite import LoadedSuite
@@ -43,6 +44,8 @@ class PreparedRun:
     """The kernel sandbox attempts and checks run in; None when they run unconfined."""
     sandbox_used: SandboxUsed | None = None
     """How the results record the sandbox (and why there is none)."""
+    earlier_records: EarlierRecords = field(default_factory=EarlierRecords)
+    """The records of earlier runs the sandbox hides in the folders it shows."""
 
     @property
     def stamp(self) -> str:

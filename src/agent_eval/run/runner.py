@@ -56,6 +56,7 @@ from agent_eval.results import (
 )
 from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
+from agent_eval.run.earlier_runs import MAX_ENTRIES, earlier_records
 from agent_eval.run.early_warnings import EarlyWarnings
 from agent_eval.run.executors.protocol import Executor, Slot, executor_class, make_executor
 from agent_eval.run.executors.sandboxed import resolve as resolve_sandbox
@@ -160,24 +161,61 @@ def prepare(config: RunConfig) -> PreparedRun:
 
 def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
     """The run's sandbox: what it hides (the run's own files, the suite and its hidden
-    checks) and what it shows besides the system and Python, read-only: the current
-    folder, the index, a module agent's folder, the certificates the environment trusts,
-    and the documents every attempt gets a copy of (so that build() indexes them once,
-    as without the sandbox)."""
+    checks, and earlier runs' records in the folders it shows) and what it shows besides
+    the system and Python, read-only: the current folder, the index, a module agent's
+    folder, the certificates the environment trusts, and the documents every attempt
+    gets a copy of (so that build() indexes them once, as without the sandbox)."""
     config, suite_file = prepared.config, prepared.loaded.path
     hidden_checks = [suite_file.parent / check.with_files
                      for task in prepared.tasks for check in task.expect_state
                      if isinstance(check, CommandCheck) and check.with_files]  # fmt: skip
     out_folders = [p.parent for p in (config.out, config.labbook, config.resume) if p]
-    return resolve_sandbox(
+    hide = [Path.home(), suite_file, suite_file.parent, *hidden_checks, config.trajectory_dir,
+            prepared.journal_path, config.out, config.labbook, config.resume, *out_folders,
+            config.replay, config.cache_dir]  # fmt: skip
+    if config.sandbox == "off":
+        return resolve_sandbox("off", config.sandbox_network, hide=hide, keep=[])
+    here, agent_folders = visible_folder(Path.cwd()), _agent_folders(config.agent)
+    given = [p.resolve() for p in (config.index, prepared.source) if p is not None]
+    # the documents and the index are the agent's to see, records or not
+    shown = [f for f in (here, *agent_folders)
+             if f is not None and not any(f.is_relative_to(g) for g in given)]  # fmt: skip
+    earlier = earlier_records(shown, (task.id for task in prepared.tasks), [*hide, *given])
+    prepared.earlier_records = earlier
+    if not earlier.complete and here not in agent_folders:
+        here = None  # not every entry was looked into: not shown at all
+    sandbox, used = resolve_sandbox(
         config.sandbox,
         config.sandbox_network,
-        hide=[Path.home(), suite_file, suite_file.parent, *hidden_checks, config.trajectory_dir,
-              prepared.journal_path, config.out, config.labbook, config.resume, *out_folders],
-        keep=[visible_folder(Path.cwd()), config.index, prepared.source,
-              *_agent_folders(config.agent), *trust_stores()],
+        hide=[*hide, *earlier.paths],
+        keep=[here, config.index, prepared.source, *agent_folders, *trust_stores()],
         workspace_mb=config.max_workspace_mb,
-    )  # fmt: skip
+    )
+    if sandbox is not None:
+        used = used.model_copy(update={"hidden_records": len(earlier.paths)})
+    return sandbox, used
+
+
+def _say_what_is_hidden(prepared: PreparedRun, on_notice: Callable[[str], None]) -> None:
+    """Tell the user which of their files the agent will not see, so that an agent that
+    reads one by a relative path fails for a reason they know."""
+    earlier = prepared.earlier_records
+    if earlier.paths:
+        here = Path.cwd()
+        named = [(str(p.relative_to(here)) if p.is_relative_to(here) else str(p))
+                 + ("/" if p.is_dir() else "") for p in earlier.paths]  # fmt: skip
+        shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+        on_notice(
+            "the agent cannot see these files, which name its tasks with an answer or an "
+            f"outcome (earlier runs' records): {shown}"
+        )
+    if not earlier.complete:
+        kept = prepared.sandbox is not None and str(Path.cwd().resolve()) in prepared.sandbox.keep
+        what = "shows it unchecked, the agent's files being there" if kept else "hides it"
+        on_notice(
+            f"the current folder holds more than {MAX_ENTRIES:,} entries to look through for "
+            f"earlier runs' records, so the sandbox {what}; run from a smaller folder"
+        )
 
 
 def _agent_folders(spec: str) -> list[Path]:
@@ -399,6 +437,8 @@ def _execute(
     used = prepared.sandbox_used
     if used is not None and used.applied == "none" and config.sandbox == "auto":
         on_notice(f"this run is not sandboxed: {used.reason}")
+    if prepared.sandbox is not None:
+        _say_what_is_hidden(prepared, on_notice)
     for store in unshown_trust_stores() if prepared.sandbox is not None else []:
         on_notice(
             f"{store}: the sandbox shows no certificate from the home folder or the root, "

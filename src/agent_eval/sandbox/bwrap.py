@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_eval import STARTUP_PATH
+from agent_eval import SHIPPED_SUITES, STARTUP_PATH
 
 MODES = ("auto", "on", "off")
 """--sandbox: auto uses the sandbox where it works, on insists, off never uses it."""
@@ -43,6 +43,8 @@ SYSTEM_SECRETS = (
     "/etc/security/opasswd",
 )
 """Files in the system folders that are nobody's business inside (masked when present)."""
+HIDDEN_ALWAYS = (*SYSTEM_SECRETS, SHIPPED_SUITES)
+"""What no sandbox shows: those, and the suites in the package, which it must show."""
 TRUST_STORE_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 """Where the certificates to trust are (paths, not secrets): a TLS endpoint signed by a
 private CA is verified inside as outside, with what they name shown read-only."""
@@ -209,7 +211,7 @@ class Sandbox:
         args += _system_view(self.keep)
         seen, needed = _visible_roots(self.keep), _needed(self.keep)
         hidden: list[str] = []
-        for path in sorted({os.path.realpath(p) for p in (*SYSTEM_SECRETS, *self.hide)}):
+        for path in sorted({os.path.realpath(p) for p in (*HIDDEN_ALWAYS, *self.hide)}):
             args += _mask(path, seen, needed, hidden)
         for folder in writable:
             source, destination = (folder, folder) if isinstance(folder, str) else folder

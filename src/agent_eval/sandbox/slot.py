@@ -14,7 +14,13 @@ confines itself (`confine`) before any agent code runs:
   unmount or remount them to reach what they cover;
 - a Landlock domain of its own: the slots share a PID namespace and a uid, and the
   domain keeps one from signalling, tracing or reading through /proc another's
-  processes, and from reaching its abstract unix sockets.
+  processes, and from reaching its abstract unix sockets;
+- an IPC namespace of its own (System V objects), and no POSIX message queue at all;
+- no capability left, before any agent code runs: build() and the attempts can mount
+  nothing, so the only places an attempt can write are the ones emptied before the
+  next (the slot's folder, by the parent; with isolation ``attempt``, its /dev/shm and
+  System V objects, by the copy that runs the next attempt: `forget_shared`), and a
+  copy cannot reach its worker's memory (`seal_attempt`).
 
 The slot then sends the parent, outside, a descriptor of its folder, those listening
 sockets and its own pid as the parent sees it (SCM_CREDENTIALS translates it), so the
@@ -28,7 +34,9 @@ import array
 import ctypes
 import fcntl
 import os
+import resource
 import socket
+import stat
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +44,8 @@ from dataclasses import dataclass
 from agent_eval.sandbox.relay import listen
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+CLONE_NEWIPC = 0x08000000
+IPC_RMID, LINUX_CAPABILITY_VERSION_3 = 0, 0x20080522
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
@@ -43,6 +53,8 @@ LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446
 """The same syscall numbers on every architecture (they postdate the split tables)."""
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL = 1, 2
+LANDLOCK_ACCESS_FS_MAKE_BLOCK = 1 << 11
+PR_SET_DUMPABLE = 4
 LANDLOCK_SCOPES_ABI = 6
 """The first Landlock ABI that scopes signals and abstract unix sockets (Linux 6.12)."""
 LOGS_INSIDE = "/run/agent-eval/logs"
@@ -75,8 +87,13 @@ class Slot:
 
 def scopes_slots() -> bool:
     """Whether Landlock can keep slots that share a sandbox apart on this kernel."""
+    return _landlock_version() >= LANDLOCK_SCOPES_ABI
+
+
+def _landlock_version() -> int:
+    """The Landlock ABI this kernel offers; below 1 when it offers none."""
     version: int = _libc.syscall(LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
-    return version >= LANDLOCK_SCOPES_ABI
+    return version
 
 
 def confine(slot: Slot, channel: int) -> None:
@@ -84,7 +101,7 @@ def confine(slot: Slot, channel: int) -> None:
     the folder's descriptor, the relay's listening sockets and this process's
     credentials. OSError names the step that failed."""
     uid, gid = os.getuid(), os.getgid()
-    _unshare(CLONE_NEWUSER | CLONE_NEWNS | (CLONE_NEWNET if slot.own_network else 0))
+    _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if slot.own_network else 0))
     _map_ids(uid, gid)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={slot.shm_mb}m,mode=1777")
@@ -107,6 +124,71 @@ def confine(slot: Slot, channel: int) -> None:
     os.environ["HOME"] = os.path.join(slot.folder, "home")
     os.chdir(slot.cwd or slot.folder)
     _send_folder(channel, slot.folder, listeners)
+    # a queue's name is all it takes to reach it, and no folder lists them to empty
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
+    _drop_capabilities()
+    if _landlock_version() < 1:  # no domain for a copy (seal_attempt): keep the worker
+        _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # out of its copies' reach another way
+
+
+def seal_attempt() -> None:
+    """In a copy, before its attempt: a Landlock domain nested in the slot's, from which
+    the attempt can neither trace nor write the memory of its worker (the state every
+    later attempt starts from) or of the copy made ahead for the next attempt; the
+    worker can still read this copy's. The domain must deny something: making block
+    devices, which no agent needs. Without Landlock, `confine` made the worker, and so
+    its copies, undumpable instead."""
+    if _landlock_version() >= 1:
+        _restrict_self(struct.pack("Q", LANDLOCK_ACCESS_FS_MAKE_BLOCK))
+
+
+def forget_shared(folder: str) -> None:
+    """In a copy about to run its attempt: remove what earlier attempts left in the
+    slot's /dev/shm (all but the way to the slot's ``folder``, which may lie there) and
+    its System V objects. Their processes are all gone by now."""
+    way: list[str | None] = [None]  # the slot's folder lies elsewhere: empty it all
+    if folder.startswith("/dev/shm/"):
+        way = [*os.path.relpath(folder, "/dev/shm").split(os.sep)]
+    here = "/dev/shm"
+    for kept in way:
+        with os.scandir(here) as entries:
+            for entry in entries:
+                if entry.name != kept:
+                    _remove(entry.path)
+        if kept is not None:
+            here = os.path.join(here, kept)
+    for kind in ("shm", "sem", "msg"):
+        with open(f"/proc/sysvipc/{kind}", encoding="ascii") as table:
+            next(table, None)  # the header
+            for row in table:
+                number = int(row.split()[1])
+                if kind == "sem":
+                    _libc.semctl(number, 0, IPC_RMID)
+                else:
+                    getattr(_libc, f"{kind}ctl")(number, IPC_RMID, None)
+
+
+def _remove(path: str) -> None:
+    """Remove ``path``, whatever its mode: its owner may change that, capability or not."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+        os.chmod(path, 0o700)
+        with os.scandir(path) as entries:
+            for entry in entries:
+                _remove(entry.path)
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+
+
+def _drop_capabilities() -> None:
+    """Empty this process's capability sets. No program it runs regains any: bubblewrap
+    set no_new_privs, under which even root's execve grants none."""
+    header = struct.pack("Ii", LINUX_CAPABILITY_VERSION_3, 0)  # 0: this process
+    if _libc.capset(header, bytes(24)) != 0:  # effective, permitted, inheritable: 0, twice
+        _fail("capset")
 
 
 def receive_folder(channel: socket.socket) -> tuple[int, int, list[socket.socket]]:
@@ -169,7 +251,12 @@ def _landlock_domain() -> None:
     """A Landlock domain that scopes signals and abstract unix sockets, and so, as every
     domain does, tracing and /proc access, to this slot."""
     scoped = LANDLOCK_SCOPE_SIGNAL | LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
-    attributes = struct.pack("QQQ", 0, 0, scoped)
+    _restrict_self(struct.pack("QQQ", 0, 0, scoped))
+
+
+def _restrict_self(attributes: bytes) -> None:
+    """Enter a new Landlock domain, nested in this process's, of a ruleset with these
+    attributes (struct landlock_ruleset_attr, as long as the fields given) and no rule."""
     ruleset = _libc.syscall(LANDLOCK_CREATE_RULESET, attributes, len(attributes), 0)
     if ruleset < 0:
         _fail("landlock_create_ruleset")

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_eval import SHIPPED_SUITES
 from agent_eval.errors import SuiteError
 from agent_eval.records import (
     FILE_VERBS,
@@ -27,7 +28,7 @@ from agent_eval.records import (
     Task,
 )
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "suites"
+SHIPPED_DIR = Path(SHIPPED_SUITES)
 SHIPPED_FILES = {
     "part26": "part26/agent-tasks.json",
     "ops-state": "ops-state/ops-state.json",

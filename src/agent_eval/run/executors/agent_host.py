@@ -93,6 +93,9 @@ class AttemptSetup:
     """RLIMIT_NPROC of an attempt (None: unchanged)."""
     file_mb: int | None = None
     """RLIMIT_FSIZE of an attempt: the largest file it may write (None: unchanged)."""
+    slot_folder: str | None = None
+    """In a sandbox, the slot's folder: each copy forgets what earlier attempts left in
+    the slot's shared memory before its own (agent_eval.sandbox.slot.forget_shared)."""
     ahead: bool = False
     """Whether copies are made before their attempts ask (SPARE_COPIES of them); else
     each is made when its attempt asks, and none waits holding memory."""
@@ -280,6 +283,10 @@ class AttemptFork:
                 os.setpgid(0, 0)  # its own group: one kill ends what the attempt started
                 copy_ahead(ahead)
                 setup.apply()
+                if setup.slot_folder is not None:  # a sandbox's: imported there already
+                    from agent_eval.sandbox import slot
+
+                    slot.seal_attempt()
                 _run_one(Connection(copy_end.detach()), status_write, run_task, setup)
             except BaseException:
                 traceback.print_exc()
@@ -328,6 +335,10 @@ def _run_one(conn: Connection, status: int, run_task: RunTask, setup: AttemptSet
     except EOFError:  # never needed: the run is over
         return
     os.write(status, TAKEN)
+    if setup.slot_folder is not None:
+        from agent_eval.sandbox import slot
+
+        slot.forget_shared(setup.slot_folder)
     conn.send_bytes(encode(_attempt(run_task, task, options, setup)))
     _flush()  # before REPLIED, after which the worker ends this process
     os.write(status, REPLIED)
@@ -404,6 +415,29 @@ class _PlainPickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         raise _NotPlain
+
+
+def receive(conn: Connection) -> Any:
+    """The next message from a process that runs agent code (a worker, a copy) or that
+    agent code might reach (the zygote), for the parent: plain values only. Such a
+    process can write anything on its connection, so a pickle that names a class or a
+    function is never imported or called: it is refused (NotAMessage, an OSError, as a
+    broken connection is), and so is any other pickle that does not load."""
+    data = conn.recv_bytes()
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except Exception as exc:  # whatever a forged pickle makes the unpickler raise
+        raise NotAMessage(f"the agent's process sent what is not a message: {exc!r:.200}") from None
+
+
+class NotAMessage(ConnectionError):
+    """What a worker, a copy or the zygote sent is no message of theirs: agent code wrote
+    it. The process is alive, so it must be ended, not waited for."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it names {module}.{name}")
 
 
 def fork_hazard() -> str | None:

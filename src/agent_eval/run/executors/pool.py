@@ -277,7 +277,7 @@ def make_worker(
     if sandbox is None:
         return Worker(starter, spec, options, memory_mb, isolation, on_fallback, folder,
                       ahead=ahead, copy_ahead=copy_ahead)  # fmt: skip
-    limits = (user_tasks() + sandbox.processes, sandbox.file_mb)
+    limits = (user_tasks() + sandbox.processes, sandbox.file_mb, str(folder))
     inside = {**inside_options(options, sandbox), "log_dir": str(folder / SLOT_LOGS)}
     return Worker(starter, spec, inside, memory_mb, isolation, on_fallback, folder, limits,
                   ahead=ahead, copy_ahead=copy_ahead)  # fmt: skip

@@ -23,12 +23,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_eval.agents import AgentMisbehaved, coerce_reply
+from agent_eval.agents import AgentMisbehaved, anchored, coerce_reply
 from agent_eval.errors import AgentLoadError
 from agent_eval.processes import kill_group
 from agent_eval.records import AgentReply
 from agent_eval.run.attempt import Outcome
-from agent_eval.run.executors.agent_host import exit_reason
+from agent_eval.run.executors.agent_host import NotAMessage, exit_reason, receive
 from agent_eval.run.settings import Isolation
 
 HOST_GRACE = 5.0
@@ -57,18 +57,21 @@ class Worker:
         isolation: Isolation = "attempt",
         on_fallback: Callable[[str], None] | None = None,
         folder: Path | None = None,
-        limits: tuple[int | None, int | None] = (None, None),
+        limits: tuple[int | None, int | None, str | None] = (None, None, None),
         ahead: bool = False,
         copy_ahead: bool = False,
     ) -> None:
         """``folder`` is the slot's scratch folder, where its attempts' workspaces are
-        made; ``limits`` the processes and file size (MB) an attempt may have;
+        made; ``limits`` the processes and file size (MB) an attempt may have, and in a
+        sandbox the slot's folder as its copies see it;
         ``ahead``: whether the worker makes each copy before its attempt asks, and
         ``copy_ahead`` whether such a copy copies ahead the pages it will write
         (agent_host.AttemptSetup)."""
         self._zygote = zygote
         self.folder = folder
-        self._args = (spec, options, memory_mb, isolation, tuple(AgentReply.model_fields),
+        self._spec = spec
+        # the worker's current folder may be another (a sandbox that does not show this one)
+        self._args = (anchored(spec), options, memory_mb, isolation, tuple(AgentReply.model_fields),
                       limits, (ahead, copy_ahead))  # fmt: skip
         self._ahead = ahead
         self._isolation = isolation
@@ -96,9 +99,11 @@ class Worker:
         self._closing = self._spent = False
         try:
             conn.send(self._args)
-            status, *detail = conn.recv()
+            status, *detail = _notice(conn)
+        except NotAMessage as exc:
+            status, detail = "failed", [f"agent {self._spec}: {exc}"]
         except (EOFError, OSError):
-            status, detail = "failed", [f"agent {self._args[0]}: {self._death()}"]
+            status, detail = "failed", [f"agent {self._spec}: {self._death()}"]
         if status != "ready":
             self.kill()
             raise AgentLoadError(detail[0])
@@ -128,6 +133,9 @@ class Worker:
         try:
             conn.send(("run", task, options))
             message = _next(conn, deadline)
+        except NotAMessage as exc:
+            self.kill()
+            return Outcome(None, str(exc), "agent_error")
         except (EOFError, OSError):
             reason = self._death()
             self.kill()
@@ -150,6 +158,9 @@ class Worker:
         """The attempt in the copy of the built worker that is ready for it."""
         try:
             pid, copy = self._take_copy(conn)
+        except NotAMessage as exc:
+            self.kill()
+            return Outcome(None, str(exc), "agent_error")
         except (EOFError, OSError):
             reason = self._death()
             self.kill()
@@ -157,20 +168,27 @@ class Worker:
         try:
             copy.send(("run", task, options))
             message = _next(copy, deadline)
+        except NotAMessage as exc:
+            self._end_copy(conn, copy, pid)
+            return Outcome(None, str(exc), "agent_error")
         except (EOFError, OSError):
             copy.close()
             return Outcome(None, exit_reason(self._copy_ended(conn, pid)), "agent_error")
         if message is None:
-            # the worker ends it: the copy is its child, and in a sandbox ``pid`` is a pid
-            # of the sandbox's own namespace, which here may name any other process
-            with contextlib.suppress(OSError):
-                conn.send(("kill", pid))
-            copy.close()
-            self._copy_ended(conn, pid)
+            self._end_copy(conn, copy, pid)
             return Outcome(None, f"no reply within {timeout:g}s; stopped", "over_budget")
         copy.close()
         self._copy_ended(conn, pid)  # nothing the attempt started still runs when it is scored
         return self._outcome(message)
+
+    def _end_copy(self, conn: Connection, copy: Connection, pid: int) -> None:
+        """End a copy that is still running, and wait until the worker says it ended.
+        The worker ends it: the copy is its child, and in a sandbox ``pid`` is a pid of
+        the sandbox's own namespace, which here may name any other process."""
+        with contextlib.suppress(OSError):
+            conn.send(("kill", pid))
+        copy.close()
+        self._copy_ended(conn, pid)
 
     def _outcome(self, message: Any) -> Outcome:
         if not (isinstance(message, tuple) and len(message) == 3):
@@ -213,7 +231,7 @@ class Worker:
 
     def _read_notice(self, conn: Connection) -> None:
         """One of the worker's notices about its copies: one made ready, or one ended."""
-        message = conn.recv()
+        message = _notice(conn)
         if message[0] == "copy":
             self._spares.append((message[1], Connection(reduction.recv_handle(conn))))
         elif message[0] == "ended":
@@ -233,7 +251,7 @@ class Worker:
         conn, deadline = self._conn, time.monotonic() + CLOSE_WAIT
         try:
             while conn is not None and conn.poll(max(0.0, deadline - time.monotonic())):
-                message = conn.recv()
+                message = _notice(conn)
                 if message[0] == "closed":
                     self.close_warning = self.close_warning or message[1]
                     break
@@ -267,7 +285,21 @@ class Worker:
         return exit_reason(None if pid is None else self._zygote.reap(pid))
 
 
+NOTICES = {"ready": 3, "failed": 2, "copy": 2, "ended": 3, "closed": 2}
+"""What a worker tells the parent besides replies, by kind: how many items each has."""
+
+
+def _notice(conn: Connection) -> tuple[Any, ...]:
+    """The worker's next notice; NotAMessage when it is none (agent code in the worker
+    may have written it)."""
+    message = receive(conn)
+    kind = message[0] if isinstance(message, tuple) and message else None
+    if isinstance(kind, str) and len(message) == NOTICES.get(kind):
+        return tuple(message)
+    raise NotAMessage(f"the agent's worker sent {message!r:.80} instead of a notice")
+
+
 def _next(conn: Connection, deadline: float | None) -> Any:
     """The next message, or None when ``deadline`` passes first."""
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
-    return conn.recv() if conn.poll(left) else None
+    return receive(conn) if conn.poll(left) else None

@@ -105,11 +105,13 @@ class Zygote:
         first when one is given; its pid in the zygote's namespace."""
         with self._lock:
             if not self._ready:
-                self._conn.recv()
+                agent_host.receive(self._conn)
                 self._ready = True
             self._conn.send(("fork", slot))
             reduction.send_handle(self._conn, channel.fileno(), self._process.pid)
-            pid: int = self._conn.recv()
+            pid = agent_host.receive(self._conn)
+        if not isinstance(pid, int):
+            raise ConnectionError(f"the zygote sent {pid!r:.80} for a pid")
         return pid
 
     def reap(self, pid: int) -> int | None:
@@ -117,8 +119,8 @@ class Zygote:
         None when it was reaped already."""
         with self._lock:
             self._conn.send(("reap", pid))
-            code: int | None = self._conn.recv()
-        return code
+            code = agent_host.receive(self._conn)
+        return code if isinstance(code, int) else None
 
     def close(self) -> None:
         """Stop the zygote; a Ctrl-C while it exits kills it instead of ending the run."""
