@@ -207,6 +207,24 @@ def test_a_folder_too_large_to_look_through_is_not_looked_through_whole(tmp_path
     assert earlier_records([tmp_path], ["t1"], passed_over=[crowded]).complete
 
 
+def test_a_folder_of_many_records_is_judged_by_its_first_and_hidden_whole(
+    tmp_path: Path,
+) -> None:
+    """A run's thousands of trajectories cost a look at JUDGED of them, not a look at
+    each or a folder left unshown; a folder whose first files are no records is looked
+    through file by file."""
+    row = '{"task_id": "t1", "answer": "02:00"}\n'
+    many = tmp_path / "runs" / "old" / "trajectories"
+    many.mkdir(parents=True)
+    for n in range(MAX_ENTRIES + 1):
+        (many / f"t1-r{n:05}.jsonl").write_text(row)
+    mixed = _write(tmp_path / "notes" / "a.txt", "nothing of a run").parent
+    late = _write(mixed / "z.json", row)
+    found = earlier_records([tmp_path], ["t1"], passed_over=[])
+    assert found.complete
+    assert sorted(found.paths) == [late, tmp_path / "runs"]
+
+
 def test_a_folder_given_twice_or_inside_another_is_looked_through_once(tmp_path: Path) -> None:
     record = _write(tmp_path / "inner" / "r.json", '{"task_id": "t1", "passed": false}')
     _write(tmp_path / "inner" / "agent.py", "")

@@ -32,10 +32,15 @@ RECORD_WORDS = re.compile(rb"answer|missing|passed|success|score|recording|task_
 ``task_id`` a trajectory (the course's too) opens with."""
 HEAD_BYTES = 1 << 20
 """How much of a file is read: a record names its tasks near its start."""
+JUDGED = 32
+"""How many record-shaped entries in a row make a folder one of records (a run's)."""
+RECORD, SHAPED = "record", "shaped"
+"""A record of this run's tasks; a file shaped as one (a ``"task_id"`` or ``"answer"``
+key) of other tasks."""
 MAX_ENTRIES = 20_000
 MAX_BYTES = 256 << 20
-"""How many entries the folders may hold, and how many bytes of them are read, all told,
-for the sandbox to show them."""
+"""How many entries may be looked at, and how many bytes of them read, all told, for the
+sandbox to show the folders."""
 NOT_LOOKED_INTO = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__",
                              ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox"})  # fmt: skip
 """Folders that hold no record of a run (version control, caches, packages)."""
@@ -48,8 +53,8 @@ class EarlierRecords:
     paths: list[Path] = field(default_factory=list)
     """The records, and the folders holding nothing else, to hide."""
     complete: bool = True
-    """False when the folders held more than MAX_ENTRIES entries or MAX_BYTES to read:
-    not every one was looked at, so the sandbox must not show them."""
+    """False when the folders needed more than MAX_ENTRIES entries or MAX_BYTES looked
+    at: not every one was, so the sandbox must not show them."""
 
 
 def earlier_records(
@@ -89,54 +94,61 @@ class _Search:
     entries: int = 0
     read: int = 0
 
-    def records_in(self, folder: str) -> tuple[list[str], bool]:
-        """The records in ``folder`` (or folders of them), and whether it holds nothing
-        else."""
-        records: list[str] = []
+    def records_in(self, folder: str, root: bool = True) -> tuple[list[str], bool]:
+        """The records of these tasks in ``folder`` and below, and whether to hide the
+        folder whole (never a root): it holds records and nothing else, or it is a
+        run's folder of them, whose first JUDGED entries are record-shaped (the rest is
+        left unread: hiding records of other tasks too is safe)."""
+        found: list[str] = []
         only_records = True
         try:
             with os.scandir(folder) as scan:
                 entries = sorted(scan, key=lambda e: e.name)
         except OSError:
             return [], False
-        self.entries += len(entries)
-        if self.entries > MAX_ENTRIES:
-            raise _TooMany
-        for entry in entries:
+        for number, entry in enumerate(entries):
+            if only_records and not root and number == JUDGED:
+                return found, True
+            self.entries += 1
+            if self.entries > MAX_ENTRIES:
+                raise _TooMany
             if entry.path in self.passed_over or entry.is_symlink():
                 only_records = False
             elif entry.is_dir():
-                inside, nothing_else = self._folder(entry)
-                if nothing_else and inside:
-                    records.append(entry.path)
-                else:
-                    records += inside
-                only_records = only_records and nothing_else and bool(inside)
-            elif entry.is_file() and self._is_record(entry):
-                records.append(entry.path)
+                inside, whole = self._folder(entry)
+                found += [entry.path] if whole else inside
+                only_records = only_records and whole
+            elif entry.is_file():
+                kind = self._kind(entry)
+                if kind is RECORD:
+                    found.append(entry.path)
+                only_records = only_records and kind is not None
             else:
                 only_records = False
-        return records, only_records
+        return found, only_records and bool(found) and not root
 
     def _folder(self, entry: os.DirEntry[str]) -> tuple[list[str], bool]:
         if entry.name in NOT_LOOKED_INTO or os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
             return [], False
-        return self.records_in(entry.path)
+        return self.records_in(entry.path, root=False)
 
-    def _is_record(self, entry: os.DirEntry[str]) -> bool:
+    def _kind(self, entry: os.DirEntry[str]) -> str | None:
+        """RECORD for a record of these tasks, SHAPED for one of others, else None."""
         suffix = os.path.splitext(entry.name)[1].lower()
         if suffix in HIDDEN_BY_SUFFIX:
-            return True
+            return RECORD
         if suffix in CODE_SUFFIXES:
-            return False
+            return None
         try:
             with open(entry.path, "rb") as handle:
                 head = handle.read(HEAD_BYTES)
         except OSError:
-            return False
+            return None
         self.read += len(head)
         if self.read > MAX_BYTES:
             raise _TooMany
         if b"\0" in head[:8192]:  # not text: a record is
-            return False
-        return bool(self.task_id.search(head)) and bool(RECORD_WORDS.search(head))
+            return None
+        if self.task_id.search(head) and RECORD_WORDS.search(head):
+            return RECORD
+        return SHAPED if b'"task_id"' in head or b'"answer"' in head else None
