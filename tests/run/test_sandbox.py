@@ -33,6 +33,7 @@ from agent_eval.run.executors.sandboxed import trust_stores, unshown_trust_store
 from agent_eval.run.runner import RunReport, execute, prepare
 from agent_eval.run.settings import RunConfig
 from agent_eval.sandbox.bwrap import unavailable
+from agent_eval.sandbox.slot import scopes_slots
 
 WHY_NOT = unavailable()
 needs_sandbox = pytest.mark.skipif(
@@ -476,10 +477,18 @@ def _writable(pid):
     except OSError:
         return False
 
+def _signalable(pid):
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except OSError:
+        return False
+
 def run_task(task, options):
     others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
     seen = {"self": _writable("self"), "parent": os.getppid(),
-            "writable": [p for p in others if _writable(p)], "others": len(others)}
+            "writable": [p for p in others if _writable(p)], "others": len(others),
+            "signalable": [p for p in others if _signalable(p)]}
     return {"answer": json.dumps(seen), "steps": 1, "tokens": 1}
 """
 
@@ -493,7 +502,8 @@ def test_no_attempt_can_write_the_memory_later_attempts_start_from(
     concurrency: int,
 ) -> None:
     """An attempt that wrote into its worker, or into the copy made ahead, would reach
-    every later attempt of its slot: it can open neither's memory, only its own."""
+    every later attempt of its slot: it can open neither's memory, only its own; and
+    where Landlock scopes signals, it cannot end either, which would fail the next."""
     agent = write_agent(MEMORY_WRITER_AGENT)
     suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["y"]}])
     config = RunConfig(agent=str(agent), tasks=str(suite), repeats=4, concurrency=concurrency,
@@ -504,6 +514,7 @@ def test_no_attempt_can_write_the_memory_later_attempts_start_from(
         seen = json.loads(row.answer)
         assert seen["self"] and seen["others"] >= 1, seen
         assert seen["writable"] == [], seen
+        assert seen["signalable"] == [] or not scopes_slots(), seen
 
 
 # Writes, on every socket it holds, a message whose unpickling would run a command:

@@ -134,11 +134,14 @@ def confine(slot: Slot, channel: int) -> None:
 def seal_attempt() -> None:
     """In a copy, before its attempt: a Landlock domain nested in the slot's, from which
     the attempt can neither trace nor write the memory of its worker (the state every
-    later attempt starts from) or of the copy made ahead for the next attempt; the
-    worker can still read this copy's. The domain must deny something: making block
-    devices, which no agent needs. Without Landlock, `confine` made the worker, and so
-    its copies, undumpable instead."""
-    if _landlock_version() >= 1:
+    later attempt starts from) or of the copy made ahead for the next attempt, nor,
+    where Landlock scopes signals, signal them; the worker can still read and signal
+    this copy. The domain must deny something: making block devices, which no agent
+    needs. Without Landlock, `confine` made the worker, and so its copies, undumpable."""
+    version = _landlock_version()
+    if version >= LANDLOCK_SCOPES_ABI:
+        _restrict_self(struct.pack("QQQ", LANDLOCK_ACCESS_FS_MAKE_BLOCK, 0, LANDLOCK_SCOPE_SIGNAL))
+    elif version >= 1:
         _restrict_self(struct.pack("Q", LANDLOCK_ACCESS_FS_MAKE_BLOCK))
 
 
