@@ -33,6 +33,7 @@ from __future__ import annotations
 import array
 import ctypes
 import fcntl
+import functools
 import os
 import resource
 import socket
@@ -90,6 +91,7 @@ def scopes_slots() -> bool:
     return _landlock_version() >= LANDLOCK_SCOPES_ABI
 
 
+@functools.cache  # asked by confine, so every copy forked after it knows without a syscall
 def _landlock_version() -> int:
     """The Landlock ABI this kernel offers; below 1 when it offers none."""
     version: int = _libc.syscall(LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
