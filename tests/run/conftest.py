@@ -28,7 +28,18 @@ from typing import Any
 
 import pytest
 
+from agent_eval.sandbox.bwrap import unavailable
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network here, and no prompt
+
+WHY_NOT = unavailable()
+"""Why the kernel sandbox cannot start on this machine, or None."""
+needs_sandbox = pytest.mark.skipif(
+    WHY_NOT is not None and not os.environ.get("CI"),
+    reason=f"the sandbox cannot start here: {WHY_NOT}",
+)
+"""In CI the sandbox must start, so a test that needs it fails there rather than skip."""
+AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 
 _current: dict[str, Any] = {}
 

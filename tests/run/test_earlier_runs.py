@@ -16,19 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from tests.conftest import course_harness
+from tests.run.conftest import AGENT_EVAL, needs_sandbox
 
 from agent_eval.run.earlier_runs import MAX_ENTRIES, earlier_records
-from agent_eval.sandbox.bwrap import unavailable
 from agent_eval.suite import shipped_suites
 
-WHY_NOT = unavailable()
-needs_sandbox = pytest.mark.skipif(
-    WHY_NOT is not None and not os.environ.get("CI"),
-    reason=f"the sandbox cannot start here: {WHY_NOT}",
-)
-AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 TASK = {"id": "backup-window", "category": "retrieval", "task": "When does the backup run?",
         "expect_in_answer": ["02:00", "04:00"]}  # fmt: skip
 

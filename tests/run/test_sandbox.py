@@ -26,21 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.run.conftest import AGENT_EVAL, needs_sandbox
 
 from agent_eval.errors import AgentLoadError, ConfigError, ResultsError
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.run.executors.sandboxed import trust_stores, unshown_trust_stores
 from agent_eval.run.runner import RunReport, execute, prepare
 from agent_eval.run.settings import RunConfig
-from agent_eval.sandbox.bwrap import unavailable
 from agent_eval.sandbox.slot import scopes_slots
-
-WHY_NOT = unavailable()
-needs_sandbox = pytest.mark.skipif(
-    WHY_NOT is not None and not os.environ.get("CI"),
-    reason=f"the sandbox cannot start here: {WHY_NOT}",
-)
-AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 
 
 class Listener:

@@ -14,19 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.run.conftest import needs_sandbox
 
 from agent_eval.run.executors.pool import Dispatch
 from agent_eval.run.executors.sandboxed import resolve
 from agent_eval.run.executors.worker import Outcome, Worker
 from agent_eval.run.workspace import scratch_root
 from agent_eval.sandbox import pids
-from agent_eval.sandbox.bwrap import unavailable
 
-WHY_NOT = unavailable()
-needs_sandbox = pytest.mark.skipif(
-    WHY_NOT is not None and not os.environ.get("CI"),
-    reason=f"the sandbox cannot start here: {WHY_NOT}",
-)
 needs_private_folder = pytest.mark.skipif(
     scratch_root() is None and not os.environ.get("CI"),
     reason="no writable /dev/shm: the run's scratch is in /tmp and the workspace is not capped",

@@ -4,20 +4,13 @@ probing for the other, find no way to see, signal, trace or reach it."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.run.conftest import needs_sandbox
 
 from agent_eval.sandbox import slot
-from agent_eval.sandbox.bwrap import unavailable
-
-WHY_NOT = unavailable()
-needs_sandbox = pytest.mark.skipif(
-    WHY_NOT is not None and not os.environ.get("CI"),
-    reason=f"the sandbox cannot start here: {WHY_NOT}",
-)
 
 PROBING_AGENT = r"""
 import json, os, signal, socket, time

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from agent_eval.agents.config import tool_mode_note
     from agent_eval.agents.entry import (
         Agent,
+        AgentFacts,
         AgentMisbehaved,
         agent_frames,
         anchored,
@@ -27,6 +28,7 @@ __all__ = [
     "BUILTIN_AGENTS",
     "MODEL_AGENTS",
     "Agent",
+    "AgentFacts",
     "AgentMisbehaved",
     "agent_frames",
     "anchored",
@@ -56,6 +58,7 @@ MODEL_AGENTS = frozenset({"minimal", "multi-agent", "retrieve-read"})
 
 _LAZY = {
     "Agent": "agent_eval.agents.entry:Agent",
+    "AgentFacts": "agent_eval.agents.entry:AgentFacts",
     "AgentMisbehaved": "agent_eval.agents.entry:AgentMisbehaved",
     "BASELINES": "agent_eval.agents.baselines:BASELINES",
     "agent_frames": "agent_eval.agents.entry:agent_frames",

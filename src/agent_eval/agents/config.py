@@ -173,11 +173,16 @@ TOOL_MODE_AGENTS = ("agent_eval.agents.minimal", "agent_eval.agents.multi_agent"
 
 
 def tool_mode_note(
-    run_task: Any, options: dict[str, Any], base_url: str, api_key: str | None, model: str
+    run_task_module: str | None,
+    options: dict[str, Any],
+    base_url: str,
+    api_key: str | None,
+    model: str,
 ) -> str | None:
-    """The run header's line when a reference agent will use JSON actions because the
-    endpoint advises them for ``model`` and no ``tool_mode`` option was given; else None."""
-    if options.get("tool_mode") or getattr(run_task, "__module__", None) not in TOOL_MODE_AGENTS:
+    """The run header's line when a reference agent (run_task defined in
+    ``run_task_module``) will use JSON actions because the endpoint advises them for
+    ``model`` and no ``tool_mode`` option was given; else None."""
+    if options.get("tool_mode") or run_task_module not in TOOL_MODE_AGENTS:
         return None
     with ChatClient(base_url, api_key, timeout=10.0) as client:
         if client.advised_tool_mode(model) != "json":

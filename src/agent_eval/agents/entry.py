@@ -48,6 +48,23 @@ class Agent:
     build: Callable[[dict[str, Any]], Any] | None
     close: Callable[[], Any] | None
 
+    @property
+    def facts(self) -> AgentFacts:
+        module = getattr(self.run_task, "__module__", None)
+        return AgentFacts(self.entry_point, self.scaffold, module)
+
+
+@dataclass(frozen=True)
+class AgentFacts:
+    """What the harness knows of an agent without holding its code (agents/facts.py)."""
+
+    entry_point: str
+    scaffold: str
+    """The name reports use: SCAFFOLD_NAME, else the file's or object's name."""
+    run_task_module: str | None
+    """Where run_task is defined: a user's file that re-exports a shipped agent's names
+    runs that shipped agent."""
+
 
 def load_agent(spec: str) -> Agent:
     """Import the agent an --agent value names, or raise AgentLoadError saying why."""

@@ -360,7 +360,7 @@ class RunLines:
         click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks),
                           config.repeats))  # fmt: skip
         click.echo("")  # the course's blank line under its header
-        mode_note = tool_mode_note(prepared.agent.run_task, config.options, config.base_url,
+        mode_note = tool_mode_note(prepared.agent.run_task_module, config.options, config.base_url,
                                    config.api_key, config.model)  # fmt: skip
         if mode_note:
             click.echo(mode_note, err=True)

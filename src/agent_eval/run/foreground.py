@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_eval.agents import Agent, AgentMisbehaved, coerce_reply, describe_outage, find_outage
+from agent_eval.agents import (
+    Agent,
+    AgentMisbehaved,
+    coerce_reply,
+    describe_outage,
+    find_outage,
+    load_agent,
+)
 from agent_eval.errors import ConfigError
 from agent_eval.redaction import REDACTED, Redactor
 from agent_eval.replay import ModelProxy, OnCall, ReplaySource, read_recording, recorded_suite
@@ -92,12 +99,12 @@ def replay_attempt(
     proxy = ModelProxy(config.base_url, Redactor([]), keep=False, replay=source,
                        on_call=on_call)  # fmt: skip
     plan = attempt_plan(prepared, proxy)
-    runner = InProcess(prepared.agent)
+    loaded = load_agent(config.agent)  # here, for the debugger: this replay writes no verdict
     try:
-        if prepared.agent.build is not None:
-            prepared.agent.build(dict(plan.base_options))
-        return run_attempt(plan, runner, prepared.tasks[0], attempt).row
+        if loaded.build is not None:
+            loaded.build(dict(plan.base_options))
+        return run_attempt(plan, InProcess(loaded), prepared.tasks[0], attempt).row
     finally:
         proxy.close()
-        if prepared.agent.close is not None:
-            prepared.agent.close()
+        if loaded.close is not None:
+            loaded.close()

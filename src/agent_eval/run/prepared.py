@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_eval.agents import Agent
+from agent_eval.agents import AgentFacts
 from agent_eval.records import Task
 from agent_eval.results import Order, SandboxUsed
 from agent_eval.run.earlier_runs import EarlierRecords
@@ -28,9 +28,11 @@ class PreparedRun:
     config: RunConfig
     loaded: LoadedSuite
     tasks: list[Task]
-    agent: Agent
     source: Path | None
     workspace_note: str
+    agent: AgentFacts = field(init=False)
+    """The agent, as a process of its own loaded it (run/agent_facts.py): none of its
+    code runs in the process that scores it. Set once the run's sandbox is known."""
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     journal_path: Path | None = None

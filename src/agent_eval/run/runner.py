@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_eval import __version__
-from agent_eval.agents import load_agent
 from agent_eval.errors import AgentEvalError, ConfigError, ResultsError
 from agent_eval.records import RESULTS_SCHEMA, CommandCheck, Task
 from agent_eval.redaction import Redactor, public_options, run_redactor, with_secret_options
@@ -54,6 +53,7 @@ from agent_eval.results import (
     row_json,
     write_results,
 )
+from agent_eval.run.agent_facts import agent_facts
 from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
 from agent_eval.run.earlier_runs import MAX_ENTRIES, earlier_records
@@ -123,16 +123,16 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"--split {config.split}: no selected task of suite {loaded.path.name} is in "
                 f"that split (splits declared: {', '.join(splits)})"
             )
-    agent = load_agent(config.agent)
     executor_class(config.executor)  # a missing extra fails here, before anything runs
     source, note = workspace_source(loaded, config.workspace, config.allow_empty_workspace)
     if config.preflight:
         named = {"--model": config.model, "--router-model": config.router_model}
         check_endpoint(config.base_url, config.api_key,
                        {flag: name for flag, name in named.items() if name})  # fmt: skip
-    prepared = PreparedRun(config, loaded, tasks, agent, source, note)
-    if config.out is None and config.resume is None and config.results_dir is not None:
-        config = prepared.config = replace(config, out=_default_out(prepared, config.results_dir))
+    prepared = PreparedRun(config, loaded, tasks, source, note)
+    # The default results name holds the agent's scaffold name, known once a process of
+    # its own has loaded the agent in the sandbox, which hides the whole results folder.
+    named_later = config.results_dir if config.out is None and config.resume is None else None
     if config.resume is not None:
         _adopt(prepared, config.resume)
     elif config.out is not None:
@@ -148,7 +148,7 @@ def prepare(config: RunConfig) -> PreparedRun:
                 f"with --resume {config.out} --repeats N, write elsewhere with another "
                 f"--out, or replace it with --overwrite"
             )
-    else:
+    elif named_later is None:
         name = f"{prepared.stamp}-{prepared.run_id}{JOURNAL_SUFFIX}"
         prepared.journal_path = config.trajectory_dir / name
     config = prepared.config  # --resume of a recorded run records
@@ -156,6 +156,10 @@ def prepare(config: RunConfig) -> PreparedRun:
         config, run_redactor(config.api_key, config.options, config.secret_options)
     )
     prepared.sandbox, prepared.sandbox_used = _sandbox(prepared)
+    prepared.agent = agent_facts(config.agent, prepared.sandbox)
+    if named_later is not None:
+        out = _default_out(prepared, named_later)
+        prepared.config, prepared.journal_path = replace(config, out=out), journal_path_for(out)
     return prepared
 
 
@@ -170,6 +174,8 @@ def _sandbox(prepared: PreparedRun) -> tuple[Sandbox | None, SandboxUsed]:
                      for task in prepared.tasks for check in task.expect_state
                      if isinstance(check, CommandCheck) and check.with_files]  # fmt: skip
     out_folders = [p.parent for p in (config.out, config.labbook, config.resume) if p]
+    if config.out is None and config.results_dir is not None:  # named once the agent loads
+        out_folders.append(config.results_dir)
     hide = [Path.home(), suite_file, suite_file.parent, *hidden_checks, config.trajectory_dir,
             prepared.journal_path, config.out, config.labbook, config.resume, *out_folders,
             config.replay, config.cache_dir]  # fmt: skip

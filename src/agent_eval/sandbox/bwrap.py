@@ -226,6 +226,10 @@ class Sandbox:
         args += ["--chdir", cwd, "--", *command]
         return args
 
+    def shows(self, folder: str) -> bool:
+        """Whether ``folder`` is one of the folders kept visible inside."""
+        return any(os.path.realpath(folder) == os.path.realpath(k) for k in self.keep)
+
     @functools.cached_property
     def mounts_in_tmp(self) -> tuple[str, ...]:
         """Folders bound inside the private /tmp (a module agent's folder under /tmp),

@@ -155,7 +155,7 @@ class SandboxedWorkers:
             own_network=self._sandbox.network != "host",
             relay_port=None if self._endpoint is None else self._endpoint.inside_port,
             in_tmp=self._sandbox.mounts_in_tmp,
-            cwd=cwd if self._sees(cwd) else None,
+            cwd=cwd if self._sandbox.shows(cwd) else None,
             shared=self._shared,
         )
 
@@ -192,9 +192,6 @@ class SandboxedWorkers:
             return pids.ProcessCap(f"{run}-{folder.name}", self._sandbox.processes)
         except OSError:  # the probe could, this one cannot: RLIMIT_NPROC still applies
             return None
-
-    def _sees(self, folder: str) -> bool:
-        return any(os.path.realpath(folder) == os.path.realpath(k) for k in self._sandbox.keep)
 
     def reap(self, pid: int) -> int | None:
         """Wait for a worker that is ending; its exit code (-N for signal N)."""
