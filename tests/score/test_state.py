@@ -21,7 +21,15 @@ from agent_eval.records import (
     StateCheck,
     StateOutcome,
 )
-from agent_eval.score.snapshot import Changes, Entry, Snapshot, changes, snapshot, workspace_diff
+from agent_eval.score.snapshot import (
+    Changes,
+    Entry,
+    Snapshot,
+    changes,
+    snapshot,
+    still_copy,
+    workspace_diff,
+)
 from agent_eval.score.state import (
     check_state,
     describe,
@@ -29,6 +37,7 @@ from agent_eval.score.state import (
     judge_only_changed,
     judge_rows,
     judge_unchanged,
+    unjudged,
 )
 
 CHECK = TypeAdapter(StateCheck)
@@ -412,3 +421,61 @@ def test_workspace_diff_text_binary_and_lists(tmp_path: Path, workspace: Path) -
         "Files /dev/null and b/empty.txt differ (empty file)\n"
         "Binary files /dev/null and b/o.db differ\n--- /dev/null\n+++ b/rb.md\n"
     )
+
+
+def made(folder: Path) -> tuple[int, int]:
+    found = os.stat(folder)
+    return found.st_dev, found.st_ino
+
+
+def test_a_still_copy_keeps_every_link_as_a_link(tmp_path: Path) -> None:
+    """What an attempt is judged on: the same snapshot as the workspace, with links to
+    outside (a file, a folder, a dangling one) copied as links, never what they name,
+    and a pipe as something else than a file."""
+    outside = tmp_path / "outside"
+    (outside / "secrets").mkdir(parents=True)
+    (outside / "answer.txt").write_text("8091 Team: platform\n")
+    (outside / "secrets" / "key").write_text("k\n")
+    workspace = tmp_path / "workspace"
+    (workspace / "requests" / "deep").mkdir(parents=True)
+    (workspace / "requests" / "deep" / "note.md").write_text("hello\n")
+    (workspace / "run.sh").write_text("#!/bin/sh\n")
+    (workspace / "run.sh").chmod(0o755)
+    (workspace / "requests" / "gateway-port.md").symlink_to(outside / "answer.txt")
+    (workspace / "secrets").symlink_to(outside / "secrets")
+    (workspace / "gone").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(workspace / "pipe")
+    judged = tmp_path / "judged"
+    assert still_copy(workspace, judged, made(workspace)) is None
+    assert snapshot(judged) == snapshot(workspace)
+    assert (judged / "requests" / "gateway-port.md").is_symlink()
+    assert (judged / "secrets").is_symlink()
+    assert os.access(judged / "run.sh", os.X_OK)
+    check = state({"file": "requests/gateway-port.md", "contains": "8091"})
+    (outcome,) = check_state([check], snapshot(workspace), judged, tmp_path)
+    assert not outcome.ok
+    assert "leads outside the workspace" in (outcome.detail or "")
+
+
+def test_a_workspace_replaced_during_the_attempt_is_not_judged(tmp_path: Path) -> None:
+    """The agent replaced its workspace folder with a link to another folder (one that
+    holds the right answer), or moved another folder to its path: the copy refuses, and
+    every check fails saying why."""
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("2\n")
+    first = made(workspace)
+    workspace.rmdir()
+    workspace.symlink_to(elsewhere)
+    why = still_copy(workspace, tmp_path / "judged", first)
+    assert why is not None and "not checked" in why
+    assert not (tmp_path / "judged").exists()
+    workspace.unlink()
+    elsewhere.rename(workspace)  # another folder moved to the workspace's path
+    why = still_copy(workspace, tmp_path / "judged", first)
+    assert why is not None and "replaced" in why
+    checks = [state({"file": "notes.txt", "equals": "2\n"}), state({"only_changed": ["x"]})]
+    outcomes = unjudged(checks, why)
+    assert [o.ok for o in outcomes] == [False, False]
+    assert [o.name for o in outcomes] == [describe(c) for c in checks]

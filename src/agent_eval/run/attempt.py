@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -27,7 +29,9 @@ from agent_eval.score import (
     judge_citations,
     read_cited,
     score_attempt,
+    still_copy,
     tools_used,
+    unjudged,
     workspace_diff,
 )
 from agent_eval.score import workspace_snapshot as snapshot
@@ -160,6 +164,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
     budget = task.max_seconds or plan.timeout_per_task
     mounts = plan.sandbox.mounts_in_tmp if plan.sandbox is not None else ()
     with fresh_workspace(plan.source, worker.folder, mounts) as workspace:
+        made = os.stat(workspace)
         granted = task.tools if task.tools is not None else plan.suite_tools
         before = snapshot(workspace) if task.expect_state or granted else None
         options = {
@@ -188,15 +193,21 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
             outcome = worker.run(task.task, options, hard_timeout(budget))
             traffic = session.close() if session is not None else None
         seconds = time.perf_counter() - clock
-        # The agent has stopped (returned or been killed): judge the world it left.
+        # The agent has returned or been killed: judge a still copy of the world it left,
+        # beside the slot, out of reach of whatever it may have left running.
         state, diff, touched = [], "", None
         if before is not None:
-            # the checks' copies go beside the slot: a sandbox's own folder cannot be bound
             run_scratch = worker.folder.parent if worker.folder is not None else None
-            state = check_state(task.expect_state, before, workspace, plan.suite_dir,
-                                sandbox=plan.sandbox, scratch=run_scratch)  # fmt: skip
-            diff = workspace_diff(plan.source, workspace)
-            touched = _touched(changes(before, snapshot(workspace)))
+            with tempfile.TemporaryDirectory(prefix="agent-eval-judged-", dir=run_scratch) as still:
+                judged = Path(still) / "workspace"
+                refused = still_copy(workspace, judged, (made.st_dev, made.st_ino))
+                if refused is not None:
+                    state = unjudged(task.expect_state, refused)
+                else:
+                    state = check_state(task.expect_state, before, judged, plan.suite_dir,
+                                        sandbox=plan.sandbox, scratch=run_scratch)  # fmt: skip
+                    diff = workspace_diff(plan.source, judged)
+                    touched = _touched(changes(before, snapshot(judged)))
     failure: FailureClass
     if outcome.reply is None:
         failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from agent_eval.score.permutation import PermutationTest, permutation_test
     from agent_eval.score.planning import plan_from_pairs, repeats_needed
     from agent_eval.score.sequential import Decision, confidence_sequence, decide, projected_rounds
-    from agent_eval.score.snapshot import Changes, changes, workspace_diff
+    from agent_eval.score.snapshot import Changes, changes, still_copy, workspace_diff
     from agent_eval.score.snapshot import snapshot as workspace_snapshot
-    from agent_eval.score.state import check_state
+    from agent_eval.score.state import check_state, unjudged
 
 
 __all__ = [
@@ -77,7 +77,9 @@ __all__ = [
     "repeats_needed",
     "score_attempt",
     "stats",
+    "still_copy",
     "tools_used",
+    "unjudged",
     "word_runs",
     "words",
     "workspace_diff",
@@ -119,8 +121,10 @@ _LAZY = {
     "rejudge": "agent_eval.score.citations:rejudge",
     "repeats_needed": "agent_eval.score.planning:repeats_needed",
     "score_attempt": "agent_eval.score.checks:score_attempt",
+    "still_copy": "agent_eval.score.snapshot:still_copy",
     "stats": "agent_eval.score.stats",
     "tools_used": "agent_eval.score.checks:tools_used",
+    "unjudged": "agent_eval.score.state:unjudged",
     "word_runs": "agent_eval.score.copied:word_runs",
     "words": "agent_eval.score.copied:words",
     "workspace_diff": "agent_eval.score.snapshot:workspace_diff",

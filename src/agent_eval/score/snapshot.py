@@ -3,15 +3,21 @@
 A snapshot maps every path under a folder, sorted, to the sha256 and size of its
 content, like tau-bench's database hash: two workspaces are in the same state exactly
 when their snapshots are equal. :func:`snapshot` and :func:`workspace_diff` read the
-disk; :func:`changes` is a pure comparison of two snapshots.
+disk; :func:`changes` is a pure comparison of two snapshots. :func:`still_copy` is what
+an attempt is judged on: its workspace copied where nothing the agent left running can
+reach, with no link followed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import hashlib
 import json
 import os
+import shutil
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +31,10 @@ MAX_WORKSPACE_DIFF_BYTES = 2 * 1024 * 1024
 thousands of files must not leave a diff of hundreds of megabytes."""
 DIFF_CUT_MARK = "[agent-eval] diff cut"
 """How the last line of a diff that was cut begins."""
+MAX_COPY_FILES = 20_000
+MAX_COPY_BYTES = 1024 * 1024 * 1024
+"""The largest workspace an attempt is judged on (files, bytes): a copy of more would
+cost the run more than any check is worth."""
 
 
 @dataclass(frozen=True)
@@ -197,3 +207,72 @@ def _marked(text: str) -> list[str]:
     else:
         lines[-1] = lines[-1] + "\\ No newline at end of file\n"
     return lines
+
+
+def still_copy(workspace: Path, target: Path, made: tuple[int, int]) -> str | None:
+    """Copy ``workspace`` to ``target`` (a new folder) as it is now, to be judged there.
+
+    The agent may have left a process or a thread running (``--isolation worker``, a
+    build() that starts one), which could swap a file for a link to something outside
+    between a check's look and its read. The copy goes through descriptors and follows
+    no link, not even one swapped in while it is made: links are copied as links (which
+    every check refuses to follow), and a file that goes while it is copied is left out.
+    ``made`` is the workspace's (device, inode) when it was made; a workspace replaced
+    since is refused. Returns why nothing can be judged, or None."""
+    try:
+        root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"the workspace cannot be opened ({exc.strerror}); not checked"
+    try:
+        found = os.fstat(root)
+        if (found.st_dev, found.st_ino) != made:
+            return "the workspace was replaced during the attempt; not checked"
+        os.mkdir(target)
+        return _copy_folder(root, str(target), [0, 0])
+    finally:
+        os.close(root)
+
+
+def _copy_folder(folder: int, there: str, counts: list[int]) -> str | None:
+    """Copy what the open folder ``folder`` holds into ``there``; ``counts`` are the
+    files and bytes copied so far."""
+    with os.scandir(folder) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        destination = os.path.join(there, name)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=folder)  # fmt: skip
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link: its text, never what it names
+                with contextlib.suppress(OSError):
+                    os.symlink(os.readlink(name, dir_fd=folder), destination)
+            elif exc.errno == errno.ENXIO:  # a socket: something else than a file
+                os.mkfifo(destination)
+            continue  # gone since it was listed, or unreadable: left out
+        try:
+            refused = _copy_entry(fd, destination, counts)
+        finally:
+            os.close(fd)
+        if refused is not None:
+            return refused
+    return None
+
+
+def _copy_entry(fd: int, destination: str, counts: list[int]) -> str | None:
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.mkdir(destination)
+        return _copy_folder(fd, destination, counts)
+    if not stat.S_ISREG(info.st_mode):
+        os.mkfifo(destination)  # a pipe or a device: judged as something else than a file
+        return None
+    counts[0] += 1
+    counts[1] += info.st_size
+    if counts[0] > MAX_COPY_FILES or counts[1] > MAX_COPY_BYTES:
+        return (f"the workspace is over {MAX_COPY_FILES} files or "
+                f"{MAX_COPY_BYTES // 1024 // 1024} MB; not checked")  # fmt: skip
+    with open(fd, "rb", closefd=False) as reader, open(destination, "wb") as writer:
+        shutil.copyfileobj(reader, writer, CHUNK)
+    os.chmod(destination, stat.S_IMODE(info.st_mode) & 0o777)
+    return None

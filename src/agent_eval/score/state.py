@@ -106,6 +106,11 @@ def check_state(
     return outcomes
 
 
+def unjudged(checks: Sequence[StateCheck], why: str) -> list[StateOutcome]:
+    """Every check failed, with the reason the workspace could not be judged."""
+    return [StateOutcome(name=describe(check), ok=False, detail=why) for check in checks]
+
+
 def _judge(
     check: StateCheck,
     before: Snapshot,
