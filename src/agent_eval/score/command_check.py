@@ -29,6 +29,7 @@ from typing import IO, Any
 from agent_eval.processes import run_in_group
 from agent_eval.records import CommandCheck
 from agent_eval.sandbox import Sandbox
+from agent_eval.score.snapshot import still_copy
 
 TAIL_CHARS = 2000
 """How much of the end of a command's output is kept in the outcome."""
@@ -36,9 +37,6 @@ SAFE_PATH = "/usr/bin:/bin"
 """System programs; the harness's own interpreter folder is put in front of it."""
 PYTHON_NAMES = frozenset({"python", "python3"})
 """Program names that mean the harness's interpreter, so checks run the same everywhere."""
-MAX_COPY_FILES = 20_000
-MAX_COPY_BYTES = 1024 * 1024 * 1024
-"""The most a check copies of a workspace; past either, the check fails unrun."""
 PYTHON_FLAGS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 STOP_GRACE = 5.0
 """Seconds a check past its time has to end what it started before it is killed."""
@@ -61,7 +59,7 @@ def run_command_check(
     with tempfile.TemporaryDirectory(prefix="agent-eval-check-", dir=scratch) as folder:
         root = Path(folder)
         copy = root / "workspace"
-        refused = copy_bounded(workspace, copy)
+        refused = still_copy(workspace, copy)
         if refused is not None:
             return False, refused
         source = hidden or root
@@ -91,34 +89,6 @@ def run_command_check(
         if passed and _reported(argv):
             return judge_report(report, check, detail)
         return passed, detail
-
-
-def copy_bounded(source: Path, target: Path) -> str | None:
-    """Copy the workspace (links as links, never followed); why not, when it is over the
-    bounds or holds what is not a file, folder or link."""
-    files, size = 0, 0
-    os.mkdir(target)
-    stack = [(source, target)]
-    while stack:
-        here, there = stack.pop()
-        with os.scandir(here) as entries:
-            for entry in entries:
-                destination = os.path.join(there, entry.name)
-                if entry.is_symlink():
-                    os.symlink(os.readlink(entry.path), destination)
-                elif entry.is_dir():
-                    os.mkdir(destination)
-                    stack.append((Path(entry.path), Path(destination)))
-                elif entry.is_file():
-                    files += 1
-                    size += entry.stat().st_size
-                    if files > MAX_COPY_FILES or size > MAX_COPY_BYTES:
-                        return (
-                            f"the workspace is over {MAX_COPY_FILES} files or "
-                            f"{MAX_COPY_BYTES // 1024 // 1024} MB; not checked"
-                        )
-                    shutil.copyfile(entry.path, destination)
-    return None
 
 
 def place_hidden(source: Path, target: Path, copied: bool) -> list[Path]:

@@ -209,7 +209,7 @@ def _marked(text: str) -> list[str]:
     return lines
 
 
-def still_copy(workspace: Path, target: Path, made: tuple[int, int]) -> str | None:
+def still_copy(workspace: Path, target: Path, made: tuple[int, int] | None = None) -> str | None:
     """Copy ``workspace`` to ``target`` (a new folder) as it is now, to be judged there.
 
     The agent may have left a process or a thread running (``--isolation worker``, a
@@ -218,14 +218,15 @@ def still_copy(workspace: Path, target: Path, made: tuple[int, int]) -> str | No
     no link, not even one swapped in while it is made: links are copied as links (which
     every check refuses to follow), and a file that goes while it is copied is left out.
     ``made`` is the workspace's (device, inode) when it was made; a workspace replaced
-    since is refused. Returns why nothing can be judged, or None."""
+    since is refused. Past MAX_COPY_FILES or MAX_COPY_BYTES nothing is judged either.
+    Returns why nothing can be judged, or None."""
     try:
         root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         return f"the workspace cannot be opened ({exc.strerror}); not checked"
     try:
         found = os.fstat(root)
-        if (found.st_dev, found.st_ino) != made:
+        if made is not None and (found.st_dev, found.st_ino) != made:
             return "the workspace was replaced during the attempt; not checked"
         os.mkdir(target)
         return _copy_folder(root, str(target), [0, 0])
