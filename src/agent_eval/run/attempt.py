@@ -204,10 +204,12 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
                 if refused is not None:
                     state = unjudged(task.expect_state, refused)
                 else:
+                    after = snapshot(judged)  # one reading of the copy, for all three
                     state = check_state(task.expect_state, before, judged, plan.suite_dir,
-                                        sandbox=plan.sandbox, scratch=run_scratch)  # fmt: skip
-                    diff = workspace_diff(plan.source, judged)
-                    touched = _touched(changes(before, snapshot(judged)))
+                                        after=after, sandbox=plan.sandbox,
+                                        scratch=run_scratch)  # fmt: skip
+                    diff = workspace_diff(plan.source, judged, after)
+                    touched = _touched(changes(before, after))
     failure: FailureClass
     if outcome.reply is None:
         failure = "over_budget" if outcome.failure == "over_budget" else "agent_error"

@@ -216,7 +216,7 @@ def _say_what_is_hidden(prepared: PreparedRun, on_notice: Callable[[str], None])
             f"outcome (earlier runs' records): {shown}"
         )
     if not earlier.complete:
-        kept = prepared.sandbox is not None and str(Path.cwd().resolve()) in prepared.sandbox.keep
+        kept = prepared.sandbox is not None and prepared.sandbox.shows(str(Path.cwd()))
         what = "shows it unchecked, the agent's files being there" if kept else "hides it"
         on_notice(
             f"the current folder holds more than {MAX_ENTRIES:,} entries to look through for "

@@ -122,19 +122,22 @@ def changes(before: Snapshot, after: Snapshot) -> Changes:
     )
 
 
-def workspace_diff(before: Path | Snapshot | None, workspace: Path) -> str:
+def workspace_diff(
+    before: Path | Snapshot | None, workspace: Path, after: Snapshot | None = None
+) -> str:
     """A unified diff from the starting state to ``workspace``; '' when nothing changed.
 
     ``before`` is the folder the workspace was copied from (full text diffs), or only its
     snapshot (then a changed file's old text is unknown and the file is listed), or None
-    for a workspace that started empty. Binary and very large files are listed in the
+    for a workspace that started empty; ``after`` is the workspace's snapshot, when the
+    caller took it already. Binary and very large files are listed in the
     form GNU diff uses, 'Binary files a/x and b/x differ', which patch tools skip. The
     diff ends before the first file that would take it past MAX_WORKSPACE_DIFF_BYTES,
     with a line (which patch tools skip too) saying what was cut.
     """
     folder = before if isinstance(before, Path) else None
     start = snapshot(before) if isinstance(before, Path) else (before or Snapshot())
-    end = snapshot(workspace)
+    end = snapshot(workspace) if after is None else after
     moved = changes(start, end)
     paths = moved.paths()
     parts, size = [], 0
