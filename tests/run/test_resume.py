@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.run.conftest import needs_sandbox
 
 from agent_eval.records import Checks
 from agent_eval.results import AttemptResult, Journal, Order, RunHead, append_labbook
@@ -123,6 +124,53 @@ def test_two_ctrl_c_at_a_random_point_kill_and_resume_loses_nothing(
     ran = calls.read_text().splitlines()
     assert len(ran) - len(set(ran)) <= 3  # only the attempts killed in flight ran twice
     assert len(set(ran)) == 16
+
+
+LOGGING_AGENT = """
+import pathlib, time
+
+def build(options):
+    # a log the run copies out of the sandbox as it winds down, long enough to land in
+    with open(pathlib.Path(options["log_dir"], "big.log"), "w") as log:
+        for _ in range(64):
+            log.write("x" * (1 << 20))
+
+def run_task(task, options):
+    time.sleep(0.15)
+    return {"answer": "yes", "steps": 1, "tokens": 1}
+"""
+
+
+@needs_sandbox
+def test_a_second_ctrl_c_while_the_run_winds_down_cuts_nothing_short(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    """Ctrl-C, then Ctrl-C again once the attempts are done and the run copies the
+    agent's log out of its sandbox: the log is copied whole, and the results file
+    holds every journaled attempt."""
+    write_agent(LOGGING_AGENT)
+    write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["yes"]} for i in range(8)])
+    proc = start(tmp_path, "part.json", "--sandbox", "on", "--trajectory-dir", "traj",
+                 "--concurrency", "1")  # fmt: skip
+    journal, log = tmp_path / "part.json.journal.jsonl", tmp_path / "traj" / "big.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(lines(journal)) < 2:  # the head and a row
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)  # while the log is being copied
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; the attempts that finished were written" in err
+    assert log.stat().st_size == 64 << 20
+    results = json.loads((tmp_path / "part.json").read_text())
+    assert results["run"]["interrupted"] is True
+    assert len(results["results"]) == len(lines(journal)) - 1 > 0
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def test_a_crash_loses_nothing_journaled_and_leaves_no_process_behind(

@@ -15,7 +15,6 @@ import errno
 import platform
 import random
 import shlex
-import signal
 import threading
 import time
 from array import array
@@ -56,6 +55,7 @@ from agent_eval.results import (
 from agent_eval.run.agent_facts import agent_facts
 from agent_eval.run.attempt import AttemptPlan, Scored
 from agent_eval.run.budgets import stated_budgets
+from agent_eval.run.ctrl_c import ignoring_ctrl_c, sigterm_as_ctrl_c
 from agent_eval.run.earlier_runs import MAX_ENTRIES, earlier_records
 from agent_eval.run.early_warnings import EarlyWarnings
 from agent_eval.run.executors.protocol import Executor, Slot, executor_class, make_executor
@@ -452,20 +452,23 @@ def _execute(
         )
     try:
         try:
-            with _sigterm_as_ctrl_c():
+            with sigterm_as_ctrl_c():
                 interrupted = executor.run(
                     pending, attempt, lambda i, scored: writer.submit(partial(keep, i, scored))
                 )
+        except KeyboardInterrupt:  # one that reached past the executor as it wound down
+            interrupted = True
         finally:
-            writer.close()  # every attempt that finished reaches the journal
-            if plan.proxy is not None:
-                plan.proxy.close()
+            with ignoring_ctrl_c():
+                writer.close()  # every attempt that finished reaches the journal
+                if plan.proxy is not None:
+                    plan.proxy.close()
     except BaseException:
         journal.close()
         if not journal:  # nothing ran (build failed): leave no journal to resume
             journal.path.unlink(missing_ok=True)
         raise
-    with _ignoring_ctrl_c():
+    with ignoring_ctrl_c():
         try:
             in_order.flush()
             tally = Tally(config.prices.as_dict())
@@ -551,37 +554,6 @@ def _with_retries(
         if stop.wait(min(delay, MAX_RETRY_WAIT)):
             break
     return replace(scored, row=scored.row.model_copy(update={"infra_retries": try_number}))
-
-
-@contextmanager
-def _sigterm_as_ctrl_c() -> Iterator[None]:
-    """SIGTERM stops the run as Ctrl-C does: running attempts finish (within their
-    budgets), the partial results are written, and no scratch copy is left behind."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(_signal: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _ignoring_ctrl_c() -> Iterator[None]:
-    """Partial results are written even when Ctrl-C comes again while they are."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from agent_eval.processes import usable_cores
 from agent_eval.redaction import Redactor
+from agent_eval.run.ctrl_c import ignoring_ctrl_c
 from agent_eval.run.executors.sandboxed import SandboxedWorkers, inside_options
 from agent_eval.run.executors.worker import Worker
 from agent_eval.run.executors.zygote import Zygote
@@ -120,7 +121,8 @@ class Dispatch:
         try:
             return self._run(pending, attempt, record)
         finally:
-            self.close()
+            with ignoring_ctrl_c():  # cut short, it would leave logs half copied, scratch behind
+                self.close()
 
     def close(self) -> None:
         """End the workers, the zygote and the sandbox, and remove the run's scratch."""
