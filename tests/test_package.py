@@ -67,7 +67,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # the agents, one run, several runs
         "agents": "errors records processes redaction models score tools trace trajectory lazy",
         "run.executors": "errors records processes redaction web sandbox tools models results "
-        "replay agents run.attempt run.prepared run.settings run.workspace",
+        "replay agents run.attempt run.ctrl_c run.prepared run.settings run.workspace",
         "run": "errors records redaction trajectory sandbox suite score tools models results "
         "replay agents run.executors lazy",
         "workflows": "errors records redaction trajectory suite score models results report "
