@@ -854,6 +854,53 @@ def test_what_a_sandboxed_agent_prints_is_redacted(
         assert not [s for s in secrets if s in text], path
 
 
+FORGING_AGENT = """
+import pathlib
+FORGED = {forged!r}
+
+def run_task(task, options):
+    logs = pathlib.Path(options["log_dir"])  # collected into the run's trajectory folder
+    for name in ("forged.json", "r.json.journal.jsonl", "lb.jsonl", "mine.log"):
+        (logs / name).write_text(FORGED)
+    return {{"answer": "no", "steps": 1, "tokens": 1}}
+"""
+
+
+@needs_sandbox
+def test_an_agents_log_never_lands_where_a_run_or_its_records_are_read(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """A sandboxed agent names its logs after a results file, the run's journal and
+    labbook, and fills them with a real run that passed: they are collected as logs
+    (``.log`` added), so the folder, read as runs, holds this run alone, failed."""
+    suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["yes"]}])
+    honest = write_agent(
+        'def run_task(task, options):\n    return {"answer": "yes", "steps": 1, "tokens": 1}\n',
+        "honest.py",
+    )
+    base = ["--tasks", str(suite), "--sandbox", "on"]
+    done = cli(tmp_path, "--agent", str(honest), *base, "--out", "passed/r.json",
+               "--trajectory-dir", "passed", env={})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    forged = (tmp_path / "passed" / "r.json").read_text(encoding="utf-8")
+    hostile = write_agent(FORGING_AGENT.format(forged=forged), "hostile.py")
+    done = cli(tmp_path, "--agent", str(hostile), *base, "--out", "runs/r.json",
+               "--trajectory-dir", "runs", "--labbook", "runs/lb.jsonl", env={})  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    runs = tmp_path / "runs"
+    logs = {"forged.json.log", "r.json.journal.jsonl.log", "lb.jsonl.log", "mine.log"}
+    assert logs <= {p.name for p in runs.iterdir()}
+    assert not (runs / "forged.json").exists()
+    assert [
+        json.loads(line)["scaffold"] for line in (runs / "lb.jsonl").read_text().splitlines()
+    ] == ["hostile"]
+    history = subprocess.run([str(AGENT_EVAL), "history", "runs", "--format", "json"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert history.returncode == 0, history.stderr
+    found = [(r["scaffold"], r["passed"]) for r in json.loads(history.stdout)["runs"]]
+    assert found == [("hostile", 0)]
+
+
 @needs_sandbox
 def test_an_earlier_agents_folder_is_not_shown_to_a_later_run(
     tmp_path: Path, write_suite: Callable[..., Path]
@@ -895,7 +942,7 @@ def build(options):
     except OSError as exc:
         written = exc.strerror
     seen = {"files": sorted(os.listdir(source)), "write": written}
-    pathlib.Path(options["log_dir"], "build.json").write_text(json.dumps(seen))
+    pathlib.Path(options["log_dir"], "build.log").write_text(json.dumps(seen))
 
 def run_task(task, options):
     return {"answer": "ok", "steps": 1, "tokens": 0}
@@ -916,7 +963,7 @@ def test_build_reads_the_documents_every_attempt_copies_and_cannot_change_them(
                        out=tmp_path / "r.json", trajectory_dir=tmp_path / "traj")  # fmt: skip
     report = execute(prepare(config))
     assert [row.passed for row in report.rows] == [True]
-    seen = json.loads((tmp_path / "traj" / "build.json").read_text(encoding="utf-8"))
+    seen = json.loads((tmp_path / "traj" / "build.log").read_text(encoding="utf-8"))
     assert seen == {"files": ["notes.md"], "write": "Read-only file system"}
     assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["notes.md"]
 

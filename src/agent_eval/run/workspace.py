@@ -126,6 +126,8 @@ SLOT_LOGS = "logs"
 """A sandboxed agent's log folder (options["log_dir"]), in its slot folder. It is bound
 there from the slot's log folder beside it (slot_logs), kept for the whole run: the
 harness appends what is in it to the run's trajectory folder at the end."""
+LOG_SUFFIX = ".log"
+"""What every agent log collected from a sandbox is named with: no reader of runs takes it."""
 
 
 @contextmanager
@@ -180,11 +182,17 @@ def slot_logs(folder: Path) -> Path:
 
 def collect_logs(run: Path, folder: Path, redact: Redactor) -> None:
     """Append every slot's agent logs to the file of the same name in ``folder``,
-    redacted: the agent wrote them, and may have written a secret it was given."""
+    redacted: the agent wrote them, and may have written a secret it was given.
+
+    ``folder`` holds the run's trajectories, and may hold results, journals and
+    labbooks: a log not named ``*.log`` gets the suffix added, so that no name an agent
+    chooses lands on a file the harness reads as a run or a record (``forged.json``
+    becomes ``forged.json.log``)."""
     for log in sorted(run.glob(f"slot-*.{SLOT_LOGS}/*")):
         if log.is_file() and not log.is_symlink() and log.stat().st_size:
             folder.mkdir(parents=True, exist_ok=True)
-            with log.open("rb") as reader, (folder / log.name).open("ab") as writer:
+            name = log.name if log.name.endswith(LOG_SUFFIX) else log.name + LOG_SUFFIX
+            with log.open("rb") as reader, (folder / name).open("ab") as writer:
                 stream = redact.stream(writer.write)
                 while chunk := reader.read(1 << 16):
                     stream.write(chunk)
