@@ -6,6 +6,9 @@ like a secret, or an option the user declared secret. Every one is replaced by
 than ``MIN_SECRET_LENGTH`` are not scrubbed from text (replacing '12' everywhere would
 garble it), though a secret option's value is never recorded whatever its length.
 
+What an agent's processes print is relayed to the harness's stderr through the same
+scrubbing, with its control characters shown as escapes (``relay_to_stderr``).
+
 A leaf module: the run, the agents that keep logs, and the writers of files all use it.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
@@ -182,7 +186,35 @@ class RedactingStream:
             self._held = b""
 
 
-def copy_redacted(pipe: IO[bytes], stream: RedactingStream) -> None:
+_CONTROLS = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
+"""Control characters but tab, newline and carriage return, and the C1 controls as UTF-8."""
+
+
+class ShownStream:
+    """Shows the control characters of a byte stream as escapes (ESC as ``\\x1b``) on
+    its way to ``stream``: what an agent prints on the harness's stderr can neither move
+    the cursor, clear the screen nor hide the lines that follow, such as the verdicts."""
+
+    def __init__(self, stream: RedactingStream) -> None:
+        self._stream = stream
+        self._held = b""
+
+    def write(self, data: bytes) -> None:
+        data = self._held + data
+        # The first byte of a C1 control as UTF-8 waits for its second, in the next piece.
+        self._held = data[-1:] if data.endswith(b"\xc2") else b""
+        self._stream.write(_CONTROLS.sub(_escaped, data[: len(data) - len(self._held)]))
+
+    def close(self) -> None:
+        self._stream.write(self._held)
+        self._stream.close()
+
+
+def _escaped(control: re.Match[bytes]) -> bytes:
+    return b"\\x%02x" % control[0][-1]
+
+
+def copy_redacted(pipe: IO[bytes], stream: RedactingStream | ShownStream) -> None:
     """Copy what a process writes to ``pipe`` through ``stream`` until the pipe closes
     (run on a thread of its own). When the sink fails (a closed log, a reader of stderr
     gone), the pipe is still drained, so the writer never blocks on it."""
@@ -201,6 +233,15 @@ def copy_redacted(pipe: IO[bytes], stream: RedactingStream) -> None:
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
         pipe.close()
+
+
+def relay_to_stderr(pipe: IO[bytes], redact: Redactor, name: str) -> threading.Thread:
+    """Start a thread that copies what an agent's process prints to ``pipe`` onto this
+    process's stderr, redacted and with its control characters shown."""
+    sink = ShownStream(redact.stream(write_all(2)))
+    thread = threading.Thread(target=copy_redacted, args=(pipe, sink), name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def write_all(fd: int) -> Callable[[bytes], None]:

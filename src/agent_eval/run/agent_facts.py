@@ -19,6 +19,7 @@ import tempfile
 
 from agent_eval.agents import AgentFacts, anchored, load_agent
 from agent_eval.errors import AgentLoadError
+from agent_eval.redaction import Redactor, relay_to_stderr
 from agent_eval.sandbox import Sandbox
 
 HARNESS_AGENTS = ("builtin:", "cmd:")
@@ -51,14 +52,19 @@ def _facts_from_child(spec: str, sandbox: Sandbox | None, tmp: str) -> AgentFact
             command = sandbox.argv(command, tmp=tmp, cwd=here if shown else "/", network=network)
             env = sandbox.environment("/tmp")
         child = subprocess.Popen(command, pass_fds=(write,), stdin=subprocess.DEVNULL,
-                                 stdout=2, env=env, cwd=here)  # fmt: skip
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                 cwd=here)  # fmt: skip
     except OSError as exc:
         os.close(read)
         raise AgentLoadError(f"agent {spec}: cannot start a process to load it: {exc}") from None
     finally:
         os.close(write)
+    assert child.stdout is not None
+    # what the import prints reaches stderr as a worker's prints do, never the console's layout
+    printed = relay_to_stderr(child.stdout, Redactor.for_run(None, {}), "agent-import-output")
     try:
         code = child.wait()
+        printed.join(1.0)  # before what the run says next, unless a stray keeps the pipe
     except BaseException:  # Ctrl-C while the agent imports
         child.kill()
         child.wait()

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_eval.redaction import Redactor, copy_redacted, write_all
+from agent_eval.redaction import Redactor, relay_to_stderr
 from agent_eval.run.executors import agent_host
 from agent_eval.sandbox import reaper
 
@@ -59,8 +59,8 @@ class Zygote:
     ) -> None:
         """``preload_first=False`` forks the first worker without importing ``preload``,
         which waits for a second: with one worker the imports are needed only if it has
-        to be replaced (then every later worker shares them). With a
-        ``redact`` that knows secrets, what the workers print passes through it. A
+        to be replaced (then every later worker shares them). What the workers print
+        reaches stderr redacted by ``redact`` and with its control characters shown. A
         ``sandbox`` turns the zygote's command into one that starts it in a sandbox
         (run/executors/sandboxed.py), with ``env`` its whole environment."""
         mine, theirs = socket.socketpair()
@@ -70,21 +70,14 @@ class Zygote:
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             # a worker's prints go to stderr, never into the console layout
-            stdout=subprocess.PIPE if redact else 2,
-            stderr=subprocess.STDOUT if redact else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C is the parent's to handle; one killpg ends it
             env={**os.environ, **NO_BACKGROUND_THREADS} if env is None else env,
         )
         theirs.close()
-        self._pump: threading.Thread | None = None
-        if redact and self._process.stdout is not None:
-            self._pump = threading.Thread(
-                target=copy_redacted,
-                args=(self._process.stdout, redact.stream(write_all(2))),
-                name="worker-output",
-                daemon=True,
-            )
-            self._pump.start()
+        assert self._process.stdout is not None
+        self._pump = relay_to_stderr(self._process.stdout, redact or Redactor([]), "worker-output")
         self._conn = Connection(mine.detach())
         self._lock = threading.Lock()
         self._conn.send((preload, preload_first))
@@ -132,8 +125,7 @@ class Zygote:
         except (subprocess.TimeoutExpired, KeyboardInterrupt):
             self._process.kill()
             self._process.wait()
-        if self._pump is not None:  # the workers' last words, unless a stray keeps the pipe
-            self._pump.join(1.0)
+        self._pump.join(1.0)  # the workers' last words, unless a stray keeps the pipe
 
 
 def serve(fd: int) -> None:
