@@ -234,6 +234,11 @@ def test_workspace_is_fresh_for_every_attempt(
             "return {'answer': 'a', 'steps': 1, 'tokens': 1, 'trajectory': [{'x': {1, 2}}]}",
             "trajectory is not JSON-serialisable",
         ),
+        (
+            "return {'answer': 'a', 'steps': 1, 'tokens': 1, 'trajectory': "
+            "[{'type': 'model'}, {'type': 'score', 'passed': True}]}",
+            "trajectory record 2 is a score record, which only the harness writes",
+        ),
         ("import sys; sys.exit(3)", "run_task raised SystemExit: 3"),
         ("raise ValueError('bad')", "run_task raised ValueError: bad"),
     ],
@@ -261,6 +266,29 @@ def test_misbehaving_agent_is_an_agent_error_and_the_run_goes_on(
     assert bad.stopped == (course_stop if raised else "agent_error")
     assert bad.error is not None and reason in bad.error
     assert (ok.passed, ok.steps, ok.tokens) == (True, 1, 7)
+
+
+def test_an_agents_own_records_near_a_score_are_kept_and_the_score_stays_the_harnesss(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+) -> None:
+    """Records that only look like a verdict (a stop, a model reply with a score key, a
+    type named like one) are the agent's own and are kept; the one score record in the
+    file is the harness's, last."""
+    records = [{"type": "model", "score": 0.9}, {"type": "score_note", "passed": True},
+               {"type": "stop", "reason": "done"}]  # fmt: skip
+    agent = write_agent(f"""
+        def run_task(task, options):
+            return {{"answer": "fine", "steps": 1, "tokens": 1, "trajectory": {records!r}}}
+    """)
+    suite = write_suite([{"id": "t", "task": "q", "expect_in_answer": ["fine"]}])
+    config = RunConfig(agent=str(agent), tasks=str(suite), trajectory_dir=tmp_path / "traj")
+    (row,) = execute(prepare(config)).rows
+    assert row.passed
+    (file,) = (tmp_path / "traj").glob("*-r1.jsonl")
+    lines = [json.loads(line) for line in file.read_text().splitlines()]
+    assert lines[1:-1] == records
+    assert [r.get("type") for r in lines].count("score") == 1
+    assert lines[-1]["type"] == "score"
 
 
 def test_failing_build_is_a_load_error(

@@ -240,6 +240,12 @@ def coerce_reply(value: Any) -> AgentReply:
     trajectory = fields.get("trajectory", [])
     if not isinstance(trajectory, list) or not all(isinstance(r, dict) for r in trajectory):
         raise AgentMisbehaved("trajectory must be a list of JSON objects")
+    forged = next((n for n, r in enumerate(trajectory, 1) if r.get("type") == "score"), None)
+    if forged is not None:  # the verdict's record, which every reader takes as the harness's
+        raise AgentMisbehaved(
+            f"trajectory record {forged} is a score record, which only the harness writes; "
+            f"give the agent's own record another type"
+        )
     try:
         json.dumps(trajectory, allow_nan=False)
     except (TypeError, ValueError) as exc:
