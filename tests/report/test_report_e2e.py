@@ -61,3 +61,33 @@ def test_report_imports_neither_the_runner_nor_matplotlib() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]"
+
+
+MARKDOWN_AGENT = """
+SCAFFOLD_NAME = "[all tests passed](https://scaffold.invalid/)"
+
+def run_task(task, options):
+    raise RuntimeError("see ![pixel](https://pixel.invalid/p.png) and [proof](https://proof.invalid/)")
+"""
+
+
+def test_the_markdown_report_shows_what_an_agent_wrote_as_text(
+    agent_eval: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI summary renders Markdown: an agent's name and error, written as an image and
+    links, come out as text, so the summary neither fetches the image nor links it."""
+    from markdown_it import MarkdownIt
+
+    monkeypatch.chdir(tmp_path)
+    Path("agent.py").write_text(MARKDOWN_AGENT, encoding="utf-8")
+    code, _, _ = agent_eval("run", "--agent", "agent.py", "--tasks", "part26", "--task-id",
+                            "r-backup-window", "--sandbox", "off", "--out", "r.json")  # fmt: skip
+    assert code == 2
+    code, out, _ = agent_eval("report", "r.json", "--format", "markdown")
+    assert code == 0
+    tokens = MarkdownIt("commonmark").enable("table").parse(out)
+    inline = [child for token in tokens for child in token.children or []]
+    assert [t.type for t in inline if t.type in ("image", "link_open")] == []
+    text = "".join(t.content for t in inline if t.type == "text")
+    assert "see ![pixel](https://pixel.invalid/p.png) and [proof](https://proof.invalid/)" in text
+    assert "[all tests passed](https://scaffold.invalid/)" in text

@@ -17,9 +17,11 @@ from agent_eval.report.text import (
 
 def _cell(text: object) -> str:
     """Table-safe text: a pipe or a newline would break the row, and CI summaries render
-    raw HTML, so model-written markup is escaped.
+    raw HTML and Markdown, so what a model or an agent wrote is escaped: its markup, and
+    the ``](`` that would make an image (fetched as the summary loads) or a link of it.
     """
-    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
+    safe = escape(str(text), quote=False).replace("](", "]\\(")
+    return safe.replace("|", "\\|").replace("\n", " ")
 
 
 def table(header: list[str], rows: list[list[object]]) -> list[str]:
