@@ -41,6 +41,18 @@ needs_sandbox = pytest.mark.skipif(
 """In CI the sandbox must start, so a test that needs it fails there rather than skip."""
 AGENT_EVAL = Path(sys.executable).with_name("agent-eval")
 
+
+def write_in_pieces(stream: Any, data: bytes, cuts: list[int]) -> None:
+    """Write ``data`` to ``stream`` cut where ``cuts`` say (taken modulo its length), as
+    a pipe may deliver it, then close the stream."""
+    start = 0
+    for cut in sorted(c % (len(data) + 1) for c in cuts):
+        stream.write(data[start:cut])
+        start = max(start, cut)
+    stream.write(data[start:])
+    stream.close()
+
+
 _current: dict[str, Any] = {}
 
 

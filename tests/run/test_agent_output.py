@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.run.conftest import AGENT_EVAL, needs_sandbox
+from tests.run.conftest import AGENT_EVAL, needs_sandbox, write_in_pieces
 
 from agent_eval.redaction import Redactor, ShownStream
 
@@ -34,12 +34,7 @@ def test_a_stream_cut_anywhere_shows_every_control_and_keeps_the_text(
     data = "".join(pieces).encode("utf-8")
     got: list[bytes] = []
     stream = ShownStream(Redactor(["sk-secret-7781"]).stream(got.append))
-    start = 0
-    for cut in sorted(c % (len(data) + 1) for c in cuts):
-        stream.write(data[start:cut])
-        start = max(start, cut)
-    stream.write(data[start:])
-    stream.close()
+    write_in_pieces(stream, data, cuts)
     shown = b"".join(got)
     assert not CONTROLS.search(shown)
     assert b"sk-secret-7781" not in shown

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.run.conftest import write_in_pieces
 
 from agent_eval.redaction import (
     REDACTED,
@@ -221,12 +222,7 @@ def test_a_stream_cut_anywhere_is_redacted_as_a_whole(
     data = (filler.join(secrets) + filler).encode("utf-8")
     got: list[bytes] = []
     stream = redact.stream(got.append)
-    start = 0
-    for cut in sorted(c % (len(data) + 1) for c in cuts):
-        stream.write(data[start:cut])
-        start = max(start, cut)
-    stream.write(data[start:])
-    stream.close()
+    write_in_pieces(stream, data, cuts)
     assert b"".join(got) == redact.data(data)
 
 
