@@ -88,13 +88,17 @@ def _screenshot(page: Path, tmp_path: Path) -> Path:
     return shot
 
 
-def test_chromium_renders_the_plots(page: Path, tmp_path: Path) -> None:
-    from matplotlib.image import imread
+def _pixels(shot: Path) -> np.ndarray:
+    """A screenshot's pixels as integer RGB."""
+    from PIL import Image
 
-    shot = _screenshot(page, tmp_path)
-    image = np.asarray(imread(shot))[..., :3]
-    assert image.shape[:2] == (2400, 1280)
-    rgb = (image * 255).round().astype(int) if image.dtype.kind == "f" else image.astype(int)
+    with Image.open(shot) as image:
+        return np.asarray(image.convert("RGB")).astype(int)
+
+
+def test_chromium_renders_the_plots(page: Path, tmp_path: Path) -> None:
+    rgb = _pixels(_screenshot(page, tmp_path))
+    assert rgb.shape[:2] == (2400, 1280)
 
     def pixels(colour: str) -> int:
         target = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
@@ -103,7 +107,7 @@ def test_chromium_renders_the_plots(page: Path, tmp_path: Path) -> None:
     # Bars and points in the SVG plots carry these colours; nothing else on the page does.
     assert pixels("#2a9d8f") > 500, "no passing-task bar or point was drawn"
     assert pixels("#e9c46a") > 500, "no mixed-task bar or point was drawn"
-    assert pixels("#ffffff") > image.shape[0] * image.shape[1] // 3
+    assert pixels("#ffffff") > rgb.shape[0] * rgb.shape[1] // 3
 
 
 @pytest.fixture
@@ -169,8 +173,6 @@ def test_a_large_run_page_lists_every_task_but_caps_the_attempts(
 def test_a_large_runs_steps_plot_is_a_histogram(
     large_page: tuple[Path, str], tmp_path: Path
 ) -> None:
-    from matplotlib.image import imread
-
     from agent_eval.report import plots
 
     _, html = large_page
@@ -189,8 +191,7 @@ def test_a_large_runs_steps_plot_is_a_histogram(
     assert len(plots.steps_per_task(rows)) < 100_000
     page = tmp_path / "large-page.html"
     page.write_text(html)
-    image = np.asarray(imread(_screenshot(page, tmp_path)))[..., :3]
-    rgb = (image * 255).round().astype(int) if image.dtype.kind == "f" else image.astype(int)
+    rgb = _pixels(_screenshot(page, tmp_path))
     mixed = np.array([0xE9, 0xC4, 0x6A])
     assert np.count_nonzero(np.abs(rgb - mixed).max(axis=-1) <= 6) > 2000
 

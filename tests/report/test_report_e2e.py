@@ -51,11 +51,11 @@ def test_reports_read_what_the_runner_writes(
     assert code == 0 and history["problems"] == [] and len(history["runs"]) == 1
 
 
-def test_report_imports_neither_the_runner_nor_matplotlib() -> None:
+def test_report_imports_nothing_of_the_runner() -> None:
     probe = (
         "import sys, agent_eval.report, agent_eval.report.text; "
         "bad = sorted(m for m in sys.modules if m.startswith(('agent_eval.run', "
-        "'agent_eval.agents', 'agent_eval.cli', 'matplotlib'))); print(bad)"
+        "'agent_eval.agents', 'agent_eval.cli'))); print(bad)"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60

@@ -77,7 +77,6 @@ def render_report(results: RunResults, fmt: str = "text", cluster: str = "none")
 
         return render_junit(results, report)
     if fmt == "html":
-        # Imported here: matplotlib costs a noticeable start-up only this format needs.
         from agent_eval.report.html import render_html
 
         return render_html(results, report)

@@ -1,70 +1,64 @@
-"""Plots for the HTML report, drawn by matplotlib as inline SVG.
+"""The HTML report's plots, as inline SVG (report/svg.py draws the axes and marks).
 
-matplotlib is maintained, works offline, and renders text as paths, so the page needs
-no font, script or network. Figures are built without pyplot, which keeps no global
-state and is safe in threads; ids are salted per plot so several SVGs share a page.
+Every plot is self-contained: no font, script or URL, and what a run wrote (task ids,
+categories, configuration names) is escaped text, never markup.
 """
 
 from __future__ import annotations
 
-import io
-import re
 from typing import Any
 
-import matplotlib
-from matplotlib.figure import Figure
+from agent_eval.report.svg import CHAR, FONT, INK, Axes, label_room, nice_ticks
 
 PASS_COLOUR = "#2a9d8f"
 FAIL_COLOUR = "#e76f51"
 MIXED_COLOUR = "#e9c46a"
 
-_PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
-_METADATA = re.compile(r"<metadata>.*?</metadata>\s*|<!--.*?-->\s*", re.DOTALL)
-_NAMESPACES = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
-
-
-def to_svg(figure: Figure, salt: str) -> str:
-    """The figure as an inline <svg> element, stripped of everything that names a URL.
-
-    The XML prologue, the DTD and the RDF metadata only name external documents, and
-    HTML needs no namespace declarations for inline SVG. Comments, which repeat label
-    text, go too: the labels are drawn as paths already.
-    """
-    buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
-    svg = _METADATA.sub("", _PROLOGUE.sub("", buffer.getvalue(), count=1))
-    return _NAMESPACES.sub("", svg).strip()
+LABEL_CHARS = 40
+"""Longer task ids and names are cut to this many characters in a plot (the tables
+beside it have them whole)."""
 
 
 def _colour(rate: float) -> str:
     return PASS_COLOUR if rate >= 1 else FAIL_COLOUR if rate <= 0 else MIXED_COLOUR
 
 
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+def _intervals(names: list[str], rows: list[tuple[float, float, float, str]], title: str) -> str:
+    """One row per name: a rate as a dot inside its interval, annotated on the right."""
+    labels = [_short(name) for name in names]
+    unit = 340  # pixels from a rate of 0 to 1; the longest note fits right of 1
+    notes = label_room([row[3] for row in rows], FONT - 2) + 12
+    axes = Axes(
+        width=unit + notes,
+        height=28 * max(len(names), 1),
+        x_range=(0, 1 + notes / unit),
+        y_range=(len(names) - 0.4, -0.6),
+        left=label_room(labels) + 16,
+    )
+    for y, (label, (rate, low, high, note)) in enumerate(zip(labels, rows, strict=True)):
+        axes.whisker(y, low, high, horizontal=True)
+        axes.dot(rate, y)
+        axes.text(axes.x(high) + 6, axes.y(y) + FONT / 3, note, size=FONT - 2)
+        axes.line(axes.left - 4, axes.y(y), axes.left, axes.y(y))
+        axes.text(axes.left - 7, axes.y(y) + FONT / 3, label, anchor="end")
+    axes.x_axis([0, 0.2, 0.4, 0.6, 0.8, 1.0], title)
+    return axes.svg()
+
+
 def success_by_category(summary: dict[str, Any]) -> str:
     """Success rate per category with its Wilson interval, one row per category."""
     names = list(summary["categories"])
-    figure = Figure(figsize=(6.4, 0.5 + 0.45 * max(len(names), 1)))
-    axes = figure.add_subplot()
-    for y, name in enumerate(names):
+    rows = []
+    for name in names:
         cat = summary["categories"][name]
-        lo, hi = cat["wilson95"]
         rate = cat["success_rate"] or 0.0
-        spread = [[max(0.0, rate - lo)], [max(0.0, hi - rate)]]
-        axes.errorbar([rate], [y], xerr=spread, fmt="o", capsize=4, color="#264653")
-        axes.annotate(
-            f"{rate:.2f} ({cat['passed']}/{cat['attempts']})",
-            (hi, y),
-            xytext=(6, -3),
-            textcoords="offset points",
-            fontsize=8,
-        )
-    axes.set_yticks(range(len(names)), names)
-    axes.set_xlim(0, 1.25)
-    axes.set_ylim(-0.6, max(len(names), 1) - 0.4)
-    axes.set_xlabel("success rate (95% Wilson interval)")
-    axes.invert_yaxis()
-    return to_svg(figure, "success-by-category")
+        low, high = cat["wilson95"]
+        rows.append((rate, low, high, f"{rate:.2f} ({cat['passed']}/{cat['attempts']})"))
+    return _intervals(names, rows, "success rate (95% Wilson interval)")
 
 
 BARS_UP_TO = 60
@@ -85,99 +79,110 @@ def steps_per_task(per_task: list[dict[str, Any]]) -> str:
     """
     if len(per_task) > BARS_UP_TO:
         return _steps_histogram(per_task)
-    figure = Figure(figsize=(max(6.4, 0.35 * len(per_task) + 1.5), 3.2))
-    axes = figure.add_subplot()
-    xs = range(len(per_task))
-    means = [row["mean_steps"] for row in per_task]
-    axes.bar(xs, means, color=[_colour(row["success_rate"]) for row in per_task])
-    axes.errorbar(
-        xs,
-        means,
-        yerr=[
-            [m - row["min_steps"] for m, row in zip(means, per_task, strict=True)],
-            [row["max_steps"] - m for m, row in zip(means, per_task, strict=True)],
-        ],
-        fmt="none",
-        color="#264653",
-        capsize=2,
+    labels = [_short(row["task_id"]) for row in per_task]
+    ticks = nice_ticks(0, max(max(row["max_steps"] for row in per_task), 1))
+    axes = Axes(
+        width=max(400, 24 * len(per_task)),
+        height=210,
+        x_range=(-0.6, len(per_task) - 0.4),
+        y_range=(0, ticks[-1]),
+        bottom=label_room(labels, FONT - 2) * 0.87 + 16,
     )
-    axes.set_xticks(
-        list(xs), [row["task_id"] for row in per_task], rotation=60, ha="right", fontsize=7
-    )
-    axes.set_ylabel("steps (mean, min-max)")
-    return to_svg(figure, "steps-per-task")
-
-
-def _steps_histogram(per_task: list[dict[str, Any]]) -> str:
-    """Tasks counted by their mean steps, stacked by how their attempts went."""
-    figure = Figure(figsize=(6.4, 3.2))
-    axes = figure.add_subplot()
-    groups = [
-        (
-            label,
-            colour,
-            [row["mean_steps"] for row in per_task if _colour(row["success_rate"]) == colour],
+    for x, (label, row) in enumerate(zip(labels, per_task, strict=True)):
+        tip = (
+            f"{row['task_id']}: {row['mean_steps']:.3g} steps on average "
+            f"({row['min_steps']}-{row['max_steps']}), success {row['success_rate']:.2f}"
         )
-        for label, colour in OUTCOMES
-    ]
-    groups = [group for group in groups if group[2]]
-    axes.hist(
-        [group[2] for group in groups],
-        bins=30,
-        stacked=True,
-        color=[group[1] for group in groups],
-        label=[group[0] for group in groups],
+        axes.bar(x - 0.4, x + 0.4, 0, row["mean_steps"], _colour(row["success_rate"]), tip)
+        axes.whisker(x, row["min_steps"], row["max_steps"], horizontal=False, cap=2)
+        base = axes.top + axes.height
+        axes.line(axes.x(x), base, axes.x(x), base + 4)
+        axes.text(axes.x(x) + FONT / 3, base + 8, label, anchor="end", size=FONT - 2, rotate=-60)
+    axes.y_axis(ticks, "steps (mean, min-max)")
+    return axes.svg()
+
+
+def _steps_histogram(per_task: list[dict[str, Any]], bins: int = 30) -> str:
+    """Tasks counted by their mean steps, stacked by how their attempts went."""
+    means = [row["mean_steps"] for row in per_task]
+    low, high = min(means), max(means)
+    if high - low < 1:
+        low, high = low - 0.5, high + 0.5
+    width = (high - low) / bins
+    counts = {colour: [0] * bins for _, colour in OUTCOMES}
+    for row in per_task:
+        bin_index = min(int((row["mean_steps"] - low) / width), bins - 1)
+        counts[_colour(row["success_rate"])][bin_index] += 1
+    tallest = max(map(sum, zip(*counts.values(), strict=True)))
+    y_ticks = nice_ticks(0, tallest, count=min(7, tallest + 1))  # whole tasks
+    x_ticks = nice_ticks(low, high)
+    axes = Axes(width=460, height=210, x_range=(x_ticks[0], x_ticks[-1]), y_range=(0, y_ticks[-1]))
+    stacked = [0] * bins
+    for label, colour in OUTCOMES:
+        for i, count in enumerate(counts[colour]):
+            if count:
+                start = low + i * width
+                axes.bar(
+                    start,
+                    start + width,
+                    stacked[i],
+                    stacked[i] + count,
+                    colour,
+                    f"{count} task(s) {label}, {start:.3g}-{start + width:.3g} steps",
+                )
+                stacked[i] += count
+    shown = [(label, colour) for label, colour in OUTCOMES if any(counts[colour])]
+    key_x = axes.left + axes.width - CHAR * max(len(label) for label, _ in shown) - 26
+    for i, (label, colour) in enumerate(shown):
+        y = axes.top + 8 + 16 * i
+        axes.marks.append(f'<rect x="{key_x}" y="{y}" width="10" height="10" fill="{colour}"/>')
+        axes.text(key_x + 15, y + 9, label, size=FONT - 1)
+    axes.x_axis(x_ticks, f"mean steps per attempt ({len(per_task)} tasks)")
+    axes.y_axis(y_ticks, "tasks")
+    return axes.svg()
+
+
+def _scatter(points: list[tuple[float, float, str, str]], title: str, named: bool) -> str:
+    """Mean tokens (x) against success (y): one coloured point per (x, y, colour, name)."""
+    ticks = nice_ticks(0, max((x for x, *_ in points), default=0) or 1)
+    names = [_short(name) for *_, name in points] if named else []
+    axes = Axes(
+        width=460,
+        height=220,
+        x_range=(0, ticks[-1]),
+        y_range=(-0.08, 1.08),
+        left=56,
+        right=label_room(names, FONT - 2) + 10,  # room for a name beside the rightmost point
     )
-    axes.legend(fontsize=8)
-    axes.set_xlabel(f"mean steps per attempt ({len(per_task)} tasks)")
-    axes.set_ylabel("tasks")
-    return to_svg(figure, "steps-per-task")
+    for x, y, colour, name in points:
+        axes.dot(x, y, colour, radius=5, tip=f"{name}: {x:,.0f} tokens, success {y:.2f}")
+        if named:
+            axes.text(axes.x(x) + 7, axes.y(y) - 5, _short(name), size=FONT - 2)
+    axes.x_axis(ticks, "mean tokens per attempt")
+    axes.y_axis([0, 0.2, 0.4, 0.6, 0.8, 1.0], title)
+    return axes.svg()
 
 
 def tokens_against_success(per_task: list[dict[str, Any]]) -> str:
     """Each task's mean tokens against its success rate: does spending more help?"""
-    figure = Figure(figsize=(6.4, 3.4))
-    axes = figure.add_subplot()
-    axes.scatter(
-        [row["mean_tokens"] for row in per_task],
-        [row["success_rate"] for row in per_task],
-        c=[_colour(row["success_rate"]) for row in per_task],
-        edgecolors="#264653",
-    )
-    axes.set_xlabel("mean tokens per attempt")
-    axes.set_ylabel("task success rate")
-    axes.set_ylim(-0.08, 1.08)
-    return to_svg(figure, "tokens-against-success")
+    points = [
+        (row["mean_tokens"], row["success_rate"], _colour(row["success_rate"]), row["task_id"])
+        for row in per_task
+    ]
+    return _scatter(points, "task success rate", named=False)
 
 
 def success_per_configuration(rows: list[dict[str, Any]]) -> str:
     """Each configuration's success with its 95% interval, one row per configuration."""
-    figure = Figure(figsize=(6.4, 0.5 + 0.45 * max(len(rows), 1)))
-    axes = figure.add_subplot()
-    for y, row in enumerate(rows):
+    found = []
+    for row in rows:
         rate = row["success"] or 0.0
-        lo, hi = row["success_ci95"] or (rate, rate)
-        spread = [[max(0.0, rate - lo)], [max(0.0, hi - rate)]]
-        axes.errorbar([rate], [y], xerr=spread, fmt="o", capsize=4, color="#264653")
-        axes.annotate(f"{rate:.2f}", (hi, y), xytext=(6, -3), textcoords="offset points",
-                      fontsize=8)  # fmt: skip
-    axes.set_yticks(range(len(rows)), [row["name"] for row in rows])
-    axes.set_xlim(0, 1.25)
-    axes.set_ylim(-0.6, max(len(rows), 1) - 0.4)
-    axes.set_xlabel("success (95% interval)")
-    axes.invert_yaxis()
-    return to_svg(figure, "success-per-configuration")
+        low, high = row["success_ci95"] or (rate, rate)
+        found.append((rate, low, high, f"{rate:.2f}"))
+    return _intervals([row["name"] for row in rows], found, "success (95% interval)")
 
 
 def tokens_against_success_per_configuration(rows: list[dict[str, Any]]) -> str:
     """Each configuration's mean tokens per attempt against its success."""
-    figure = Figure(figsize=(6.4, 3.4))
-    axes = figure.add_subplot()
-    for row in rows:
-        axes.scatter([row["mean_tokens"] or 0.0], [row["success"] or 0.0], color="#264653")
-        axes.annotate(row["name"], (row["mean_tokens"] or 0.0, row["success"] or 0.0),
-                      xytext=(5, 4), textcoords="offset points", fontsize=8)  # fmt: skip
-    axes.set_xlabel("mean tokens per attempt")
-    axes.set_ylabel("success")
-    axes.set_ylim(-0.08, 1.08)
-    return to_svg(figure, "tokens-against-success-per-configuration")
+    points = [(row["mean_tokens"] or 0.0, row["success"] or 0.0, INK, row["name"]) for row in rows]
+    return _scatter(points, "success", named=True)
