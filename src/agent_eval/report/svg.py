@@ -89,6 +89,7 @@ class Axes:
         rotate: float = 0,
     ) -> None:
         """Text at pixel (x, y), its baseline's start, middle or end there."""
+        x, y = round(x, 2), round(y, 2)
         turn = f' transform="rotate({rotate} {x} {y})"' if rotate else ""
         self.marks.append(
             f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="{anchor}"'
