@@ -86,7 +86,7 @@ def steps_per_task(per_task: list[dict[str, Any]]) -> str:
         height=210,
         x_range=(-0.6, len(per_task) - 0.4),
         y_range=(0, ticks[-1]),
-        bottom=label_room(labels, FONT - 2) * 0.87 + 16,
+        bottom=label_room(labels, FONT - 2) * 0.87 + 16,  # sin 60°: the labels' slant
     )
     for x, (label, row) in enumerate(zip(labels, per_task, strict=True)):
         tip = (
