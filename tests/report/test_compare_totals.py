@@ -40,6 +40,31 @@ def test_totals_compare_as_the_loaded_runs(pair: tuple[Path, Path], cluster: str
     assert expected["copied"]["a"] == 2 and expected["figures"]["cost"]["a"] is not None
 
 
+@pytest.mark.parametrize("copied_share", [None, 0.95])
+def test_counting_the_copied_passes_as_failures_changes_only_what_they_touch(
+    make_results: MakeResults, copied_share: float | None
+) -> None:
+    """Flagged passes count as failures in the figures "without" them; with none flagged,
+    those figures are the comparison's own and the verdict says nothing of copies."""
+    a = make_results({"x": [True, False], "y": [False, False], "z": [True, True]}, name="a.json")
+    outcomes = {"x": [True, True], "y": [True, False], "z": [True, True]}
+    extra = {"z": {"copied_share": copied_share, "answer": "copied words " * 40}}
+    b = make_results(outcomes, name="b.json", row_extra=extra)
+    result = compare_runs(load_results(a), load_results(b))
+    copied = result["copied"]
+    if copied_share is None:
+        assert copied == {"a": 0, "b": 0, "difference_without": result["difference"],
+                          "p_fixed_suite_without": result["p_fixed_suite"],
+                          "moves_difference": False}  # fmt: skip
+        assert "copy" not in result["verdict"]
+    else:  # z's two passes in B fail: differences 0.5, 0.5, -1 rather than 0.5, 0.5, 0
+        assert (copied["a"], copied["b"], copied["moves_difference"]) == (0, 2, True)
+        assert result["difference"] == pytest.approx(1 / 3)
+        assert copied["difference_without"] == pytest.approx(0)
+        assert copied["p_fixed_suite_without"] != result["p_fixed_suite"]
+        assert "0 of A's and 2 of B's passes mostly copy" in result["verdict"]
+
+
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_the_command_prints_the_loaded_runs_comparison(
     agent_eval: Invoke, pair: tuple[Path, Path], fmt: str

@@ -279,7 +279,7 @@ def compare_totals(
         "per_task": [_task_change(tasks_a[t], tasks_b[t]) for t in shared],
         "not_estimable": _not_estimable(paired, plan),
     }
-    result["copied"] = _copied(tasks_a, tasks_b, shared, d.mean)
+    result["copied"] = _copied(tasks_a, tasks_b, shared, d.mean, (pairs, paired, permutation))
     result["verdict"] = verdict(result)
     return result
 
@@ -297,16 +297,23 @@ def _copied(
     tasks_b: dict[str, TaskTotals],
     shared: list[str],
     difference: float | None,
+    found: tuple[list[stats.PairCount], stats.PairedComparison, PermutationTest],
 ) -> dict[str, Any]:
     """The passes flagged as copied on each side (score.copied), and the difference and
-    permutation p with them counted as failures: whether the flagged passes move it."""
+    permutation p with them counted as failures: whether the flagged passes move it.
+    ``found`` is the comparison's own pairs, paired figures and test, which stand when
+    no pass is flagged (the same pairs, so the same figures, without a second test)."""
     counts = {t: (tasks_a[t].copied, tasks_b[t].copied) for t in shared}
     pairs = [
         (tasks_a[t].attempts, tasks_a[t].passes - counts[t][0],
          tasks_b[t].attempts, tasks_b[t].passes - counts[t][1])
         for t in shared
     ]  # fmt: skip
-    without = stats.paired_comparison(pairs, 0.95).difference.mean
+    if pairs == found[0]:
+        without, p_without = found[1].difference.mean, found[2].p_value
+    else:
+        without = stats.paired_comparison(pairs, 0.95).difference.mean
+        p_without = permutation_test(pairs).p_value
     moves = (
         difference is not None and without is not None and round(without, 3) != round(difference, 3)
     )
@@ -314,7 +321,7 @@ def _copied(
         "a": sum(a for a, _ in counts.values()),
         "b": sum(b for _, b in counts.values()),
         "difference_without": without,
-        "p_fixed_suite_without": permutation_test(pairs).p_value,
+        "p_fixed_suite_without": p_without,
         "moves_difference": moves,
     }
 
