@@ -147,6 +147,13 @@ def test_the_category_plot_keeps_its_marks_inside_the_figure(
     assert all(plots._short(name) in shown for name in summary["categories"])
 
 
+def test_the_tallest_histogram_keeps_its_counts_inside_the_figure() -> None:
+    rows = [{"task_id": f"t{i}", "mean_steps": 3.0, "min_steps": 3, "max_steps": 3,
+             "mean_tokens": 1.0, "success_rate": 1.0} for i in range(100_000)]  # fmt: skip
+    root = _marks_inside(plots.steps_per_task(rows))
+    assert "100,000" in {element.text for element in root.iter("text")}
+
+
 def test_a_histogram_counts_every_task_once() -> None:
     rows = [
         {

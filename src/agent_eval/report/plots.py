@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.report.svg import CHAR, FONT, INK, Axes, label_room, nice_ticks
+from agent_eval.report.svg import CHAR, FONT, INK, Axes, label_room, nice_ticks, y_axis_room
 
 PASS_COLOUR = "#2a9d8f"
 FAIL_COLOUR = "#e76f51"
@@ -86,6 +86,7 @@ def steps_per_task(per_task: list[dict[str, Any]]) -> str:
         height=210,
         x_range=(-0.6, len(per_task) - 0.4),
         y_range=(0, ticks[-1]),
+        left=y_axis_room(ticks),
         bottom=label_room(labels, FONT - 2) * 0.87 + 16,  # sin 60°: the labels' slant
     )
     for x, (label, row) in enumerate(zip(labels, per_task, strict=True)):
@@ -116,7 +117,13 @@ def _steps_histogram(per_task: list[dict[str, Any]], bins: int = 30) -> str:
     tallest = max(map(sum, zip(*counts.values(), strict=True)))
     y_ticks = nice_ticks(0, tallest, count=min(7, tallest + 1))  # whole tasks
     x_ticks = nice_ticks(low, high)
-    axes = Axes(width=460, height=210, x_range=(x_ticks[0], x_ticks[-1]), y_range=(0, y_ticks[-1]))
+    axes = Axes(
+        width=460,
+        height=210,
+        x_range=(x_ticks[0], x_ticks[-1]),
+        y_range=(0, y_ticks[-1]),
+        left=y_axis_room(y_ticks),
+    )
     stacked = [0] * bins
     for label, colour in OUTCOMES:
         for i, count in enumerate(counts[colour]):
@@ -145,13 +152,14 @@ def _steps_histogram(per_task: list[dict[str, Any]], bins: int = 30) -> str:
 def _scatter(points: list[tuple[float, float, str, str]], title: str, named: bool) -> str:
     """Mean tokens (x) against success (y): one coloured point per (x, y, colour, name)."""
     ticks = nice_ticks(0, max((x for x, *_ in points), default=0) or 1)
+    rates = [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     names = [_short(name) for *_, name in points] if named else []
     axes = Axes(
         width=460,
         height=220,
         x_range=(0, ticks[-1]),
         y_range=(-0.08, 1.08),
-        left=56,
+        left=y_axis_room(rates),
         right=label_room(names, FONT - 2) + 10,  # room for a name beside the rightmost point
     )
     for x, y, colour, name in points:
@@ -159,7 +167,7 @@ def _scatter(points: list[tuple[float, float, str, str]], title: str, named: boo
         if named:
             axes.text(axes.x(x) + 7, axes.y(y) - 5, _short(name), size=FONT - 2)
     axes.x_axis(ticks, "mean tokens per attempt")
-    axes.y_axis([0, 0.2, 0.4, 0.6, 0.8, 1.0], title)
+    axes.y_axis(rates, title)
     return axes.svg()
 
 

@@ -56,6 +56,11 @@ def label_room(labels: list[str], size: float = FONT) -> float:
     return WIDTH_PER_SIZE * size * max((len(label) for label in labels), default=0)
 
 
+def y_axis_room(ticks: list[float]) -> float:
+    """The left margin a y axis needs: its title, a gap, its longest value, its ticks."""
+    return 20 + label_room([tick_text(value, ticks) for value in ticks]) + 10
+
+
 @dataclass
 class Axes:
     """A plot area of ``width`` x ``height`` pixels inside margins, with linear x and y
@@ -138,16 +143,17 @@ class Axes:
     def x_axis(self, ticks: list[float], title: str) -> None:
         """Ticks and their values under the plot, and the axis title below them."""
         base = self.top + self.height
-        shown = [tick_text(value, ticks) for value in ticks]
-        for value, words in zip(ticks, shown, strict=True):
+        labels = [tick_text(value, ticks) for value in ticks]
+        for value, words in zip(ticks, labels, strict=True):
             x = self.x(value)
             self.line(x, base, x, base + 4)
             self.text(x, base + 16, words, anchor="middle")
-        self.right = max(self.right, label_room(shown[-1:]) / 2 + 2)  # the last value whole
+        self.right = max(self.right, label_room(labels[-1:]) / 2 + 2)  # the last value whole
         self.text(self.left + self.width / 2, base + 33, title, anchor="middle")
 
     def y_axis(self, ticks: list[float], title: str) -> None:
-        """Ticks and their values left of the plot, and the axis title turned upright."""
+        """Ticks and their values left of the plot, and the axis title turned upright
+        (an Axes made with ``left=y_axis_room(ticks)`` has room for them)."""
         for value in ticks:
             y = self.y(value)
             self.line(self.left - 4, y, self.left, y)
@@ -157,8 +163,8 @@ class Axes:
 
     def svg(self) -> str:
         """The figure: a white ground, the frame and every mark, in the order added."""
-        width = round(self.left + self.width + self.right)
-        height = round(self.top + self.height + self.bottom)
+        width = math.ceil(self.left + self.width + self.right)
+        height = math.ceil(self.top + self.height + self.bottom)
         frame = (
             f'<rect x="{self.left}" y="{self.top}" width="{self.width}" '
             f'height="{self.height}" fill="none" stroke="{INK}"/>'
