@@ -1,6 +1,6 @@
 """The HTML report's plots, as inline SVG (report/svg.py draws the axes and marks).
 
-Every plot is self-contained: no font, script or URL, and what a run wrote (task ids,
+Every plot is self-contained: no font file, script or URL, and what a run wrote (task ids,
 categories, configuration names) is escaped text, never markup.
 """
 
