@@ -136,6 +136,25 @@ def test_junit(agent_eval: Invoke, results: Path) -> None:
     assert t2 is not None and t2.get("type") == "infra_error,wrong_answer"
 
 
+def test_junit_holds_what_an_agent_wrote_as_well_formed_xml(
+    agent_eval: Invoke, make_results: Callable[..., Path]
+) -> None:
+    """An agent's error and a category with ESC, NUL and backspace in them: XML 1.0
+    forbids those, so each is shown as U+FFFD and a dashboard can still parse the file."""
+    results = make_results(
+        {"t1": ["agent_error"]},
+        categories={"t1": "cat\x00egory"},
+        row_extra={"t1": {"error": "run_task raised RuntimeError: bad \x1b[2J \x08 end"}},
+    )
+    code, out, _ = agent_eval("report", results, "--format", "junit")
+    assert code == 0
+    case = ET.fromstring(out.split("\n", 1)[1]).find("testcase")
+    assert case is not None and case.get("classname") == "cat\ufffdegory"
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message", "").endswith("RuntimeError: bad \ufffd[2J \ufffd end")
+
+
 def test_out_writes_the_file(agent_eval: Invoke, results: Path, tmp_path: Path) -> None:
     target = tmp_path / "report.md"
     code, out, err = agent_eval("report", results, "--format", "markdown", "--out", target)

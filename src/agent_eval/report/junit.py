@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from agent_eval.report.xml_text import xml_safe
 from agent_eval.results import UNKNOWN_CLASS, Attempt, CheckValues, RunResults
 
 
@@ -79,5 +80,5 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
                 f"r{c['attempt']} copied_share {c['copied_share']:.2f}" for c in flagged
             )
     ET.indent(suite)
-    body = ET.tostring(suite, encoding="unicode")
+    body = xml_safe(ET.tostring(suite, encoding="unicode"))  # an agent's error may hold ESC
     return f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n'

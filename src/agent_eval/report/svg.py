@@ -9,9 +9,10 @@ the page's own font; every piece of it goes through ``shown``.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from html import escape
+
+from agent_eval.report.xml_text import xml_safe
 
 INK = "#264653"
 """Whiskers, points' edges and the frame."""
@@ -23,13 +24,10 @@ CHAR = WIDTH_PER_SIZE * FONT
 """The width of one character of a label."""
 
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
 def shown(words: str) -> str:
     """Text as SVG content: escaped, and with what XML cannot hold (control characters)
     replaced, so that a name a suite or agent chose neither breaks nor marks up a plot."""
-    return escape(_NOT_XML.sub("\ufffd", words))
+    return escape(xml_safe(words))
 
 
 def nice_ticks(low: float, high: float, count: int = 7) -> list[float]:
