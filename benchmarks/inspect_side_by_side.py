@@ -12,6 +12,9 @@ round after round, and the table shows medians over the rounds of:
 - peak PSS of the command's whole process tree, sampled from /proc/PID/smaps_rollup
   (shared pages are split between the processes that share them, so a pool of forked
   copies is not counted thirty times over);
+- peak RSS of its largest process (VmHWM, read with the PSS), the basis of the issue's
+  own memory figures; not the rusage's ``ru_maxrss``, which keeps the RSS of the
+  process this one was forked from before it ran the command;
 - for the latency case, the run once started as well: from the first attempt's start to
   the last one's end, read from the run's own records (agent-eval's trajectories and
   rows, Inspect AI's samples), against the ideal.
@@ -119,11 +122,13 @@ class Case:
 
 @dataclass(frozen=True)
 class Measure:
-    """One run of one side: wall and CPU seconds, peak PSS in MB, rows that passed."""
+    """One run of one side: wall and CPU seconds, peak PSS of the tree and peak RSS of its
+    largest process in MB, rows that passed."""
 
     wall: float
     cpu: float
     pss_mb: float
+    rss_mb: float
     passed: int
     started: float | None = None
     """Seconds from the first attempt's start to the last attempt's end."""
@@ -152,9 +157,10 @@ def inspect_venv(folder: Path, version: str) -> Path:
     return command
 
 
-def tree_pss_kb(root: int, include_root: bool = True) -> int:
-    """PSS in kB of ``root``'s descendants now, and of ``root`` itself unless told not to
-    (processes gone by the time they are read are skipped)."""
+def tree_memory_kb(root: int, include_root: bool = True) -> tuple[int, int]:
+    """The PSS in kB of ``root``'s descendants now, and of ``root`` itself unless told
+    not to, and the largest of their peak RSS (VmHWM) so far (processes gone by the time
+    they are read are skipped)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -171,16 +177,16 @@ def tree_pss_kb(root: int, include_root: bool = True) -> int:
         frontier.extend(children)
     if not include_root:
         tree.discard(root)
-    total = 0
+    total = largest = 0
     for pid in tree:
         try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-                    break
-        except OSError:
+            pss = Path(f"/proc/{pid}/smaps_rollup").read_text().split("\nPss:", 1)[1]
+            hwm = Path(f"/proc/{pid}/status").read_text().split("\nVmHWM:", 1)[1]
+        except (OSError, IndexError):  # gone, or a kernel thread's empty files
             continue
-    return total
+        total += int(pss.split()[0])
+        largest = max(largest, int(hwm.split()[0]))
+    return total, largest
 
 
 def measure(command: list[str], cwd: Path, env: dict[str, str], interval: float) -> Measure:
@@ -196,12 +202,13 @@ def measure(command: list[str], cwd: Path, env: dict[str, str], interval: float)
     child = subprocess.Popen(
         [*prefix, *command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    peak = [0]
+    peak, largest = [0], [0]
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(interval):  # perf's own few MB are not the command's
-            peak[0] = max(peak[0], tree_pss_kb(child.pid, include_root=not PERF))
+            pss, hwm = tree_memory_kb(child.pid, include_root=not PERF)
+            peak[0], largest[0] = max(peak[0], pss), max(largest[0], hwm)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -219,7 +226,7 @@ def measure(command: list[str], cwd: Path, env: dict[str, str], interval: float)
     if child.returncode not in (0, 2):  # 2: agent-eval ran, some attempt failed
         tail = errors.decode(errors="replace").strip().splitlines()[-3:]
         raise SystemExit(f"{command[0]} exited {child.returncode}: {' / '.join(tail)}")
-    return Measure(wall, cpu, peak[0] / 1024, 0)
+    return Measure(wall, cpu, peak[0] / 1024, largest[0] / 1024, 0)
 
 
 def perf_counts() -> bool:
@@ -292,7 +299,8 @@ def run_ae(
         command += ["--isolation", isolation]
     command += extra
     result = measure(command, work, dict(os.environ), pss)
-    return Measure(result.wall, result.cpu, result.pss_mb, *ae_outcome(out / "r.json"))
+    return Measure(result.wall, result.cpu, result.pss_mb, result.rss_mb,
+                   *ae_outcome(out / "r.json"))  # fmt: skip
 
 
 def run_inspect(case: Case, inspect: Path, work: Path, url: str, pss: float) -> Measure:
@@ -318,14 +326,15 @@ def run_inspect(case: Case, inspect: Path, work: Path, url: str, pss: float) -> 
              datetime.fromisoformat(s["completed_at"]).timestamp())
             for s in samples if s.get("started_at") and s.get("completed_at")
         ])  # fmt: skip
-    return Measure(result.wall, result.cpu, result.pss_mb, passed, started)
+    return Measure(result.wall, result.cpu, result.pss_mb, result.rss_mb, passed, started)
 
 
 def progress(case: Case, side: str, round_: int, got: Measure) -> None:
     """One line on stderr per run, as it ends, with the load at that moment."""
     load = os.getloadavg()[0]
     print(f"{case.loops} loops, {case.name}, {side}, round {round_}: wall {got.wall:.2f} s, "
-          f"cpu {got.cpu:.2f} s, PSS {got.pss_mb:.0f} MB, passed {got.passed}"
+          f"cpu {got.cpu:.2f} s, PSS {got.pss_mb:.0f} MB, largest RSS {got.rss_mb:.0f} MB, "
+          f"passed {got.passed}"
           f"{f', once started {got.started:.2f} s' if got.started else ''} (load {load:.2f})",
           file=sys.stderr, flush=True)  # fmt: skip
 
@@ -337,6 +346,7 @@ def median(runs: list[Measure]) -> Measure:
         statistics.median(r.wall for r in runs),
         statistics.median(r.cpu for r in runs),
         statistics.median(r.pss_mb for r in runs),
+        statistics.median(r.rss_mb for r in runs),
         min(r.passed for r in runs),
         statistics.median(started) if started else None,
     )
@@ -463,7 +473,7 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(
         f"{'case':<28} {'side':<30} {'wall s':>7} {'cpu s':>7} {'ms cpu/loop':>11} "
-        f"{'PSS MB':>7} {'passed':>7}  ideal"
+        f"{'PSS MB':>7} {'RSS MB':>7} {'passed':>7}  ideal"
     )
     for case_label, side, m, ideal in rows:
         loops = int(case_label.split()[0])
@@ -473,7 +483,7 @@ def main(argv: list[str] | None = None) -> None:
             shown = f"{ideal:.2f} s ({m.wall / ideal:.2f}x{once})"
         print(
             f"{case_label:<28} {side:<30} {m.wall:7.2f} {m.cpu:7.2f} {1000 * m.cpu / loops:11.2f} "
-            f"{m.pss_mb:7.0f} {m.passed:7d}  {shown}"
+            f"{m.pss_mb:7.0f} {m.rss_mb:7.0f} {m.passed:7d}  {shown}"
         )
 
 

@@ -59,15 +59,18 @@ def test_a_tiny_agent_eval_run_completes_and_every_loop_passes() -> None:
         ("4 loops, 20 ms, 32 conc.", "agent-eval"),
     }
     for figures in rows.values():
-        wall, cpu, _, pss, passed = (float(x) for x in figures[:5])
+        wall, cpu, _, pss, largest, passed = (float(x) for x in figures[:6])
         assert wall > 0 and cpu > 0 and pss > 0
+        # one process's peak RSS: more than a bare interpreter's, and far from a gigabyte
+        # in a four-loop run
+        assert 10 < largest < 1024
         assert passed == 4
     # the ideal: 2 calls x 4 loops x 20 ms / 32
     latency = rows[("4 loops, 20 ms, 32 conc.", "agent-eval")]
-    assert latency[5] == "0.01"
+    assert latency[6] == "0.01"
     # and the run once started, from its own records: its attempts' span lies within its
     # wall time, which includes the start-up and the exit
-    found = re.fullmatch(r"\(([\d.]+)x; ([\d.]+)x once started\)", " ".join(latency[7:]))
+    found = re.fullmatch(r"\(([\d.]+)x; ([\d.]+)x once started\)", " ".join(latency[8:]))
     assert found is not None, latency
     assert 0 < float(found[2]) <= float(found[1])
 
@@ -79,8 +82,8 @@ def test_both_sides_complete_with_inspect_in_its_own_venv(tmp_path: Path) -> Non
                  str(tmp_path / "venv"), timeout=1200)  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = table(done.stdout)
-    assert float(rows[("2 loops, 1 conc.", "Inspect AI react")][4]) == 2
-    assert float(rows[("2 loops, 1 conc.", "agent-eval")][4]) == 2
+    assert float(rows[("2 loops, 1 conc.", "Inspect AI react")][5]) == 2
+    assert float(rows[("2 loops, 1 conc.", "agent-eval")][5]) == 2
     # Inspect ran from the throwaway venv, not from agent-eval's own (whose optional
     # "inspect" extra reads Inspect logs and may hold another version)
     assert (tmp_path / "venv" / "bin" / "inspect").exists()
