@@ -29,6 +29,7 @@ from typing import IO, Any
 from agent_eval.processes import run_in_group
 from agent_eval.records import CommandCheck
 from agent_eval.sandbox import Sandbox
+from agent_eval.score.check_report import SAFE_PATH_FLAG
 from agent_eval.score.snapshot import still_copy
 
 TAIL_CHARS = 2000
@@ -38,6 +39,8 @@ SAFE_PATH = "/usr/bin:/bin"
 PYTHON_NAMES = frozenset({"python", "python3"})
 """Program names that mean the harness's interpreter, so checks run the same everywhere."""
 PYTHON_FLAGS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+PYTEST_NAMES = frozenset({"pytest", "py.test"})
+"""pytest's own programs, run as ``python -m pytest`` so that the reporter judges them."""
 STOP_GRACE = 5.0
 """Seconds a check past its time has to end what it started before it is killed."""
 
@@ -53,7 +56,9 @@ def run_command_check(
     The copy is made in ``scratch`` (the run's, removed with it) or the temporary folder."""
     hidden = None
     if check.with_files is not None:
-        hidden = suite_dir / check.with_files
+        # Absolute: the sandbox binds from it while working in the copy, where a relative
+        # path would name the agent's files instead of the suite's.
+        hidden = suite_dir.absolute() / check.with_files
         if not hidden.is_dir():
             return False, f"with_files folder {check.with_files} is missing next to the suite"
     with tempfile.TemporaryDirectory(prefix="agent-eval-check-", dir=scratch) as folder:
@@ -64,6 +69,7 @@ def run_command_check(
             return False, refused
         source = hidden or root
         placed = [] if hidden is None else place_hidden(hidden, copy, copied=sandbox is None)
+        remove_conftests(copy, {copy / rel for rel in placed})
         program = resolve_program(check.command[0], copy)
         if program is None:
             return False, f"{check.command[0]!r} is not installed on this machine"
@@ -84,7 +90,8 @@ def run_command_check(
                 network="none",
             )
         else:  # no PID namespace: a subreaper ends what the command leaves running
-            argv = [sys.executable, "-m", "agent_eval.sandbox.reaper", "--", *argv]
+            # (-P -s: from the harness's install, never from the workspace it runs in)
+            argv = [sys.executable, "-P", "-s", "-m", "agent_eval.sandbox.reaper", "--", *argv]
         passed, detail = _run(argv, copy, env, check)
         if passed and _reported(argv):
             return judge_report(report, check, detail)
@@ -119,9 +126,24 @@ def place_hidden(source: Path, target: Path, copied: bool) -> list[Path]:
     return placed
 
 
+def remove_conftests(copy: Path, suites: set[Path]) -> None:
+    """Remove from the copy every conftest.py but the suite's own: pytest imports each it
+    finds, so one the agent wrote would run inside the check and could rewrite its
+    verdicts, whatever the check does with the agent's code."""
+    for root, _dirs, names in os.walk(copy):
+        if "conftest.py" in names and (found := Path(root) / "conftest.py") not in suites:
+            found.unlink()
+
+
 def with_reporter(argv: list[str], report: Path) -> list[str]:
-    """A Python command run under our reporter, which writes ``report`` if the program
-    ends by itself; any other command unchanged."""
+    """A Python command (pytest's own program included) run under our reporter, which
+    writes ``report`` if the program ends by itself; any other command unchanged.
+
+    Our interpreter gets -P and -s, so that neither the workspace (the current folder)
+    nor a user site the agent planted under HOME provides the reporter or what it
+    imports; the reporter puts the folder the check's own flags allow on sys.path last."""
+    if Path(argv[0]).name in PYTEST_NAMES:
+        argv = [sys.executable, "-m", "pytest", *argv[1:]]
     if argv[0] != sys.executable:
         return argv
     at = 1
@@ -129,7 +151,10 @@ def with_reporter(argv: list[str], report: Path) -> list[str]:
         at += 2 if argv[at] in PYTHON_FLAGS_WITH_VALUE else 1
     if at >= len(argv) or argv[at] == "-":
         return argv  # a program on stdin: nothing to run it under
-    return [*argv[:at], "-m", "agent_eval.score.check_report", str(report), *argv[at:]]
+    flags = argv[1:at]  # the check's own: -I or -P (alone or in a group) means no path
+    safe = any(f[:1] == "-" and f[1:2] not in "-WX" and ("I" in f or "P" in f) for f in flags)
+    reporter = ["-m", "agent_eval.score.check_report", str(report), *([SAFE_PATH_FLAG] * safe)]
+    return [argv[0], "-P", "-s", *flags, *reporter, *argv[at:]]
 
 
 def _reported(argv: list[str]) -> bool:
@@ -184,6 +209,9 @@ def command_environment(copy: Path, scratch: Path) -> dict[str, str]:
         "LC_ALL": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
+        # The plugins installed beside the harness are the harness's (tracing's take
+        # seconds to import), not the suite's: a check names those it uses with -p.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
 
 
