@@ -92,13 +92,14 @@ def test_verbose_shows_why_an_over_budget_attempt_stopped(
     done = agent_eval("run", "--agent", "looping.py", "--task-id", "r-gateway-port",
                       "--verbose", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 2
-    assert done.stdout.splitlines()[3:5] == [
-        "      answer: ",
-        "      over_budget: missing '4000'; stopped: turn_limit",
+    assert done.stdout.splitlines()[3:6] == [
+        "        answer: ",  # the course's two lines, then ours
+        "        missing: ['4000']",
+        "        over_budget: missing '4000'; stopped: turn_limit",
     ]
 
 
-def test_long_task_ids_widen_the_column_for_every_line(
+def test_a_long_task_id_runs_over_its_column_as_the_course_s_does(
     tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path],
     agent_eval: Cli,
 ) -> None:  # fmt: skip
@@ -108,11 +109,12 @@ def test_long_task_ids_widen_the_column_for_every_line(
     lines = done.stdout.splitlines()[2:4]
     assert lines == [
         "  ok  a-task-id-of-25-characters r1   2 step(s)       10 tok     0.0s",
-        "  ok  short                      r1   2 step(s)       10 tok     0.0s",
+        "  ok  short            r1   2 step(s)       10 tok     0.0s",
     ]
     part26 = agent_eval("run", "--agent", "fixed.py", "--task-id", "r-gateway-port",
                         "--task-id", "x-pickled-checkpoint", cwd=tmp_path)  # fmt: skip
-    assert part26.stdout.splitlines()[2].startswith("  ok  r-gateway-port       r1  ")
+    assert part26.stdout.splitlines()[2].startswith("  ok  r-gateway-port   r1  ")
+    assert part26.stdout.splitlines()[3].startswith("  BAD x-pickled-checkpoint r1  ")
     alone = agent_eval("run", "--agent", "fixed.py", "--task-id", "r-gateway-port", cwd=tmp_path)
     assert alone.stdout.splitlines()[2].startswith("  ok  r-gateway-port   r1  ")  # the course's 16
 

@@ -59,6 +59,6 @@ def test_example_files_re_export_the_builtins(example: str, tmp_path: Path) -> N
         # The example script is written for the single loop: both tasks pass.
         assert done.returncode == 0, done.stderr
         assert all(row["checks"]["passed"] for row in rows.values())
-        assert "  ok  r-backup-window    r1   3 step(s)" in done.stdout
+        assert "  ok  r-backup-window  r1   3 step(s)" in done.stdout  # the course's 16
     else:
         assert all(row["failure_class"] != "agent_error" for row in rows.values())

@@ -47,7 +47,7 @@ def test_replay_reruns_one_attempt_in_the_foreground_printing_its_calls(
     assert "call 1  POST /v1/chat/completions  from the recording" in out
     assert '"content": "Briefly: Which port' in out  # the request
     assert "  response: 200 " in out and ANSWER in out
-    assert "ok  r-gateway-port r2" in out
+    assert "  ok  r-gateway-port   r2   " in out
     # a changed agent is stopped at its first differing call, the field named
     write_agent(AGENT.format(prompt="In one word: "))
     done = agent_eval("replay", "rec.json", "--task", "r-gateway-port", "--attempt", "1",

@@ -27,19 +27,19 @@ def test_an_agent_error_is_named_once() -> None:
     row = _failed("agent_error", "entry point raised ValueError: boom",
                   "run_task raised ValueError: boom")  # fmt: skip
     assert describe_failure(row) == "r2: run_task raised ValueError: boom"
-    assert attempt_detail(row)[1] == "      agent_error: run_task raised ValueError: boom"
+    assert attempt_detail(row)[2] == "        agent_error: run_task raised ValueError: boom"
 
 
 def test_an_infra_error_is_named_once() -> None:
     row = _failed("infra_error", "model_error", "model_error: HTTP 503")
     assert describe_failure(row) == "r2: model_error: HTTP 503"
-    assert attempt_detail(row)[1] == "      infra_error: model_error: HTTP 503"
+    assert attempt_detail(row)[2] == "        infra_error: model_error: HTTP 503"
 
 
 def test_a_course_row_that_raised_is_named_by_its_stop() -> None:
     row = _failed("agent_error", "entry point raised KeyError: 'x'", None)
     assert describe_failure(row, numbered=False) == "entry point raised KeyError: 'x'"
-    assert attempt_detail(row)[1] == "      agent_error: entry point raised KeyError: 'x'"
+    assert attempt_detail(row)[2] == "        agent_error: entry point raised KeyError: 'x'"
 
 
 def _checks(**changes: Any) -> Checks:

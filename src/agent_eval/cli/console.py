@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agent_eval.redaction import Redactor, ShownStream
 from agent_eval.results import AttemptResult, describe_failure
 from agent_eval.score import AT_LENGTH, MOSTLY
 
@@ -13,20 +14,13 @@ def header(scaffold: str, model: str, tasks: int, repeats: int) -> str:
     return f"{scaffold} x {model}: {tasks} task(s), {repeats} attempt(s) each"
 
 
-ID_WIDTH = 16
-"""The course's task-id column; a run with longer ids widens it to the longest."""
-
-
-def id_width(task_ids: list[str]) -> int:
-    """The task-id column's width for a run of these tasks."""
-    return max([ID_WIDTH, *(len(task_id) for task_id in task_ids)])
-
-
-def attempt_line(row: AttemptResult, width: int = ID_WIDTH) -> str:
+def attempt_line(row: AttemptResult) -> str:
+    """The course's line for an attempt: its id left-aligned in 16, a longer id running
+    over, as the course's own does."""
     mark = "ok " if row.passed else "BAD"
     return (
-        f"  {mark} {row.id:<{width}} r{row.attempt}  {row.steps:>2} step(s)"
-        f"  {row.tokens:>7} tok  {row.seconds:6.1f}s"
+        f"  {mark} {row.id:<16} r{row.attempt}  {row.steps:>2} step(s)"
+        f"  {row.tokens:>7} tok  {row.seconds:>6.1f}s"
     )
 
 
@@ -34,22 +28,44 @@ def crash_lines(row: AttemptResult, every: bool = False) -> list[str]:
     """Where the agent raised, under its BAD line: the innermost frame of its own files,
     or with ``every`` (``--debug``) each of them, outermost first."""
     frames = row.traceback or []
-    return [f"        at {f.file}:{f.line} in {f.function}: {f.code}"
+    return [shown(f"        at {f.file}:{f.line} in {f.function}: {f.code}")
             for f in (frames if every else frames[-1:])]  # fmt: skip
 
 
 def attempt_detail(row: AttemptResult) -> list[str]:
-    """The --verbose lines under an attempt: its answer and whatever failed."""
-    answer = " ".join(row.answer.split())
-    lines = [f"      answer: {answer[:200]}{'...' if len(answer) > 200 else ''}"]
-    if not row.passed:
-        reason = describe_failure(row, numbered=False)
-        stopped = row.stopped or "finished"
-        # Which budget ran out, an echo...; an error says it all by itself.
-        if row.error is None and stopped != "finished" and stopped not in reason:
-            reason += f"; stopped: {stopped}"
-        lines.append(f"      {row.failure_class}: {reason}")
+    """The --verbose lines under a failed attempt (none under a pass). First the
+    course's, as it prints them: the answer's first 200 characters, its newlines kept,
+    and the missing strings as a Python list when there are some. Then agent-eval's
+    own, named by its failure class (``over_budget: ...``), when the course's lines do
+    not already say it all: why the attempt failed, and which budget ran out."""
+    if row.passed:
+        return []
+    lines = [f"        answer: {shown(row.answer[:200])}"]
+    if row.checks.missing:
+        lines.append(f"        missing: {row.checks.missing}")
+    reason = describe_failure(row, numbered=False)
+    stopped = row.stopped or "finished"
+    # Which budget ran out, an echo...; an error says it all by itself.
+    if row.error is None and stopped != "finished" and stopped not in reason:
+        reason += f"; stopped: {stopped}"
+    said = "missing " + ", ".join(map(repr, row.checks.missing))  # the course's line said it
+    if row.failure_class != "wrong_answer" or reason != said:
+        one_line = reason.replace("\n", " ")  # an error's own lines could pass for the course's
+        lines.append(shown(f"        {row.failure_class or 'failed'}: {one_line}"))
     return lines
+
+
+def shown(text: str) -> str:
+    """``text`` as it may reach a terminal: each control character but newline and tab
+    shown as an escape (ESC as ``\\x1b``), as ``relay_to_stderr`` shows what an agent
+    prints, so that an answer can neither set the clipboard, move the cursor nor hide
+    the lines that follow. A carriage return is shown too: it would let the text write
+    over the start of its own line."""
+    out: list[bytes] = []
+    stream = ShownStream(Redactor(()).stream(out.append))
+    stream.write(text.replace("\r", "\\x0d").encode("utf-8", "surrogatepass"))
+    stream.close()
+    return b"".join(out).decode("utf-8", "surrogatepass")
 
 
 NO_PRICE = "cost not computed: pass --cost-per-million from Part 23's cost-model.py"

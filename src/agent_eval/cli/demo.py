@@ -91,7 +91,7 @@ class DemoLines:
 
     @contextmanager
     def opening(self, prepared: Any) -> Iterator[Any]:
-        from agent_eval.cli.console import attempt_line, header, id_width
+        from agent_eval.cli.console import attempt_line, header
         from agent_eval.cli.runs import bar_observer
         from agent_eval.run import EachAttempt, Observers
 
@@ -99,9 +99,8 @@ class DemoLines:
         click.echo("")
         click.echo(header(prepared.agent.scaffold, config.model, len(prepared.tasks),
                           config.repeats))  # fmt: skip
-        width = id_width([task.id for task in prepared.tasks])
         with progress_bar(prepared.attempts, config.agent.removeprefix("builtin:")) as bar:
-            yield Observers(EachAttempt(lambda row: click.echo(attempt_line(row, width))),
+            yield Observers(EachAttempt(lambda row: click.echo(attempt_line(row))),
                             bar_observer(bar))  # fmt: skip
 
     def closing(self, done: Any) -> None:

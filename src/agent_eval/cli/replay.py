@@ -48,11 +48,9 @@ def replay(
 
     row = replay_attempt(Path(results), task_id, attempt, show, agent, tasks)
     click.echo("")
-    click.echo(attempt_line(row, len(task_id)))
+    click.echo(attempt_line(row))
     for line in attempt_detail(row):
         click.echo(line)
-    if row.error:
-        click.echo(f"  {row.failure_class}: {row.error}")
     return EXIT_OK if row.passed else EXIT_FAILED
 
 
