@@ -152,6 +152,26 @@ def one_call_agent(
     return str(write_agent(source, name))
 
 
+def test_a_line_separator_in_a_prompt_records_and_replays(
+    tmp_path: Path, mock_model: Callable[..., MockModelServer], write_agent: Callable[..., Path]
+) -> None:
+    """U+2028 and NEL are text inside a recording's line (written as they are), not line
+    ends: the recording reads back call by call and replays."""
+    server = mock_model({"default": ANSWER})
+    agent = one_call_agent(write_agent, prompt="Answer\u2028briefly\x85: {task}")
+    (recorded,) = run(tmp_path, "rec.json", agent=agent, base_url=server.base_url, record=True,
+                      task_ids=TASKS[:1], repeats=1)  # fmt: skip
+    path = tmp_path / str(recorded.recording_file)
+    assert "\u2028" in path.read_text(encoding="utf-8")  # the case under test
+    _, (call,) = read_recording(path)
+    assert call["request"]["json"]["messages"][0]["content"].startswith("Answer\u2028briefly\x85: ")
+    server.stop()
+    replayed = run(tmp_path, "rep.json", agent=agent, base_url=server.base_url,
+                   replay=tmp_path / "rec.json", task_ids=TASKS[:1], repeats=1)  # fmt: skip
+    assert verdicts(replayed) == verdicts([recorded])
+    assert recorded.failure_class == "passed"
+
+
 def test_a_changed_prompt_stops_as_replay_mismatch_naming_the_message(
     tmp_path: Path, mock_model: Callable[..., MockModelServer], write_agent: Callable[..., Path]
 ) -> None:

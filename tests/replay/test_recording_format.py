@@ -8,9 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_eval.replay.recording import (
+    body_record,
     first_difference,
     kept_headers,
     parse_events,
+    recording_text,
     render_event,
     scrub_fields,
 )
@@ -81,3 +83,13 @@ def test_secrets_are_never_kept() -> None:
         "api_key": "[redacted]", "nested": [{"client_secret": "[redacted]", "max_tokens": 8}],
         "n": 1,
     }  # fmt: skip
+
+
+def test_a_lone_surrogate_in_a_body_is_recorded_as_u_fffd() -> None:
+    """A JSON escape of a lone surrogate, which UTF-8 cannot hold, sent by an agent or an
+    endpoint: the recording keeps the text around it and can be written."""
+    raw = b'{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}'
+    body = body_record(raw)
+    assert body == {"json": {"messages": [{"role": "user", "content": "hi \ufffd there"}]}}
+    text = recording_text({"task": "t"}, [{"request": body}])
+    assert "hi \ufffd there" in text.encode("utf-8").decode("utf-8")

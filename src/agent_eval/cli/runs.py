@@ -181,7 +181,7 @@ an input error, 130 when interrupted (Ctrl-C; the finished attempts are written)
 @click.option("--notes", help="Free text recorded with the run.")
 @click.option("--lab", help="Lab or project label recorded with the run.")
 @click.option("--labbook", help="Append the run's record to this JSON-lines file.")
-@click.option("--verbose", is_flag=True, help="Print each answer and what failed.")
+@click.option("--verbose", is_flag=True, help="Print each failed attempt's answer and why.")
 @click.option(
     "--concurrency",
     default=1,
@@ -285,8 +285,8 @@ an input error, 130 when interrupted (Ctrl-C; the finished attempts are written)
     "--replay",
     metavar="RESULTS.json",
     help="Answer each attempt from its own recording in this run's results; the endpoint "
-    "is not contacted. Model, repeats, seed, options, a shipped suite and the tasks "
-    "default to the recorded run's.",
+    "is not contacted. Model, router model, repeats, seed, options, limits, prices, a "
+    "shipped suite and the tasks default to the recorded run's.",
 )
 @click.option(
     "--replay-missing",
@@ -352,7 +352,7 @@ class RunLines:
     @contextmanager
     def opening(self, prepared: Any) -> Iterator[Any]:
         from agent_eval.agents import tool_mode_note
-        from agent_eval.cli.console import header, id_width
+        from agent_eval.cli.console import header
         from agent_eval.run import EachAttempt, Observers
 
         config = prepared.config
@@ -368,11 +368,10 @@ class RunLines:
             click.echo(tasks_note(prepared), err=True)
         click.echo(prepared.workspace_note, err=True)
         note_commands(prepared.loaded, command_checks(prepared.tasks))
-        width = id_width([task.id for task in prepared.tasks])
         with progress_bar(prepared.attempts, "attempts") as bar:
             try:
                 yield Observers(
-                    EachAttempt(lambda row: self._line(row, width)),
+                    EachAttempt(self._line),
                     export_observer(exporter, config.out, run_info(config)),
                     bar_observer(bar),
                 )
@@ -380,11 +379,11 @@ class RunLines:
                 if exporter is not None:
                     exporter.shutdown()
 
-    def _line(self, row: Any, width: int) -> None:
+    def _line(self, row: Any) -> None:
         from agent_eval.cli.console import attempt_detail, attempt_line, crash_lines
         from agent_eval.score import is_copied_pass
 
-        click.echo(attempt_line(row, width))
+        click.echo(attempt_line(row))
         if is_copied_pass(row.passed, row.answer, row.copied_share):
             self.copied.append(f"{row.id} r{row.attempt}")
         for line in crash_lines(row, every=self.debug):  # ours: stdout stays the course's
@@ -454,6 +453,8 @@ def tasks_note(prepared: Any) -> str:
     what = f"{suite.name} {suite.version}, {len(suite.tasks)} task(s)"
     if config.tasks == COURSE_SUITE_FILE:
         return f"suite: ./{config.tasks} ({what}), the course's default without --tasks"
+    if config.replay is not None:
+        return f"suite: the shipped {config.tasks} ({what}), the recorded run's ({config.replay})"
     return (
         f"suite: the shipped {config.tasks} ({what}): no --tasks given and no ./"
         f"{COURSE_SUITE_FILE} here (`agent-eval init` writes one)"
@@ -477,17 +478,15 @@ def run_settings(flags: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
-REPLAYED = ("model", "router_model", "repeats", "seed", "base_url")
-"""Flags that `run --replay` takes from the recorded run unless given."""
-
-
 def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
     """`run`'s flags, with what --replay's recorded run used where the user gave nothing:
-    its model, repeats, seed, endpoint and options, its suite when it was a shipped one,
-    and (without --task-id or --only) its tasks."""
+    its model, router model, repeats, seed, endpoint, limits, prices and options
+    (replay.recorded_settings), its suite when it was a shipped one, and (without
+    --task-id or --only) its tasks."""
     if not flags.get("replay"):
         return flags
     from agent_eval.errors import ConfigError
+    from agent_eval.replay import recorded_settings
     from agent_eval.results import iter_rows, read_head
 
     path = Path(flags["replay"])
@@ -500,11 +499,7 @@ def recorded_defaults(flags: dict[str, Any]) -> dict[str, Any]:
     context = click.get_current_context()
     default = click.core.ParameterSource.DEFAULT
     given = {name for name in flags if context.get_parameter_source(name) != default}
-    flags = dict(flags)
-    for name in REPLAYED:
-        recorded = getattr(head, name)
-        if name not in given and recorded is not None:
-            flags[name] = recorded
+    flags = {**flags, **recorded_settings(path, given)}
     recorded_options = [f"{k}={v}" for k, v in (head.options or {}).items() if v != "[redacted]"]
     flags["options"] = (*recorded_options, *flags["options"])  # the user's win
     if "tasks" not in given:

@@ -19,7 +19,12 @@ from agent_eval.lazy import lazy_getattr
 if TYPE_CHECKING:
     from agent_eval.replay.proxy import ModelProxy, OnCall, Session, Traffic
     from agent_eval.replay.recording import read_recording, recording_name
-    from agent_eval.replay.source import ReplaySource, load_replay, recorded_suite
+    from agent_eval.replay.source import (
+        ReplaySource,
+        load_replay,
+        recorded_settings,
+        recorded_suite,
+    )
 
 
 __all__ = [
@@ -30,6 +35,7 @@ __all__ = [
     "Traffic",
     "load_replay",
     "read_recording",
+    "recorded_settings",
     "recorded_suite",
     "recording_name",
 ]
@@ -43,6 +49,7 @@ _LAZY = {
     "Traffic": "agent_eval.replay.proxy:Traffic",
     "load_replay": "agent_eval.replay.source:load_replay",
     "read_recording": "agent_eval.replay.recording:read_recording",
+    "recorded_settings": "agent_eval.replay.source:recorded_settings",
     "recorded_suite": "agent_eval.replay.source:recorded_suite",
     "recording_name": "agent_eval.replay.recording:recording_name",
 }

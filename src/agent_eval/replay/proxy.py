@@ -4,10 +4,11 @@ Each attempt's try gets its own URL prefix, ``http://127.0.0.1:PORT/a/{token}/v1
 to the agent as ``options["base_url"]``, so agents in any language are recorded without
 knowing it. In front of the endpoint the proxy forwards every request and records it
 (``record``), or answers it from the cache when the same attempt asked it before
-(``cache``). In front of a recording (``replay``) it answers each request with the
-attempt's own recorded reply, in call order, and never contacts the endpoint; a request
-that differs from the recording is a mismatch, answered with HTTP 409, and the attempt
-is stopped as ``replay_mismatch`` by the harness.
+(``cache``; only replies the harness accepts are kept). In front of a recording
+(``replay``) it answers each request with the attempt's own recorded reply, in call
+order, and never contacts the endpoint; a request that differs from the recording is a
+mismatch, answered with HTTP 409, and the attempt is stopped as ``replay_mismatch`` by
+the harness.
 
 The proxy starts on first use in whichever process runs attempts (the driver, or a Ray
 node's slot group): it pickles without its server.
@@ -321,7 +322,7 @@ class ModelProxy:
             asked = {"method": call["method"], "path": call["path"], "body": request_part(call)}
             key = self.cache.key(self.upstream, session.task_id, session.attempt, asked,
                                  session.seen(call))  # fmt: skip
-            hit = self.cache.get(key)
+            hit = self.cache.get(key, call["path"])
             if hit is not None:
                 return self._serve(session, call, hit, None, "cache")
             return await self._forward(session, call, request, raw, key)
@@ -378,9 +379,9 @@ class ModelProxy:
 
         def done(response: dict[str, Any], error: dict[str, Any] | None) -> None:
             self._finish(session, call, response, error, "endpoint")
-            complete = error is None and 200 <= status < 300
-            if cache_key is not None and self.cache is not None and complete:
-                self.cache.put(cache_key, json.loads(self.redact(json.dumps(response))))
+            if cache_key is not None and self.cache is not None and error is None:
+                scrubbed = json.loads(self.redact(json.dumps(response)))
+                self.cache.put(cache_key, call["path"], scrubbed)
 
         if reply.headers.get("content-type", "").startswith("text/event-stream"):
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_eval.redaction import REDACTED, is_secret_name
+from agent_eval.redaction import REDACTED, is_secret_name, replace_lone_surrogates
 
 RECORDING_SCHEMA = 1
 RECORDING_SUFFIX = ".recording.ndjson"
@@ -77,12 +77,13 @@ def scrub_fields(value: Any) -> Any:
 
 
 def body_record(raw: bytes) -> dict[str, Any]:
-    """A request or response body as recorded: ``json`` when it parses, else ``text``."""
+    """A request or response body as recorded: ``json`` when it parses, else ``text``
+    (a "\\ud800" escape in it, which UTF-8 cannot hold, as U+FFFD)."""
     if not raw:
         return {}
     text = raw.decode("utf-8", errors="replace")
     try:
-        return {"json": scrub_fields(json.loads(text))}
+        return {"json": scrub_fields(replace_lone_surrogates(json.loads(text)))}
     except ValueError:
         return {"text": text}
 
@@ -130,7 +131,8 @@ def read_recording(path: Path) -> tuple[dict[str, Any], list[Exchange]]:
     """A recording's header and calls; ValueError naming the file when it is not one."""
     header: dict[str, Any] | None = None
     calls: list[Exchange] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    # "\n" alone ends a line: splitlines() would also cut at U+2028 in a prompt
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip():
             continue
         try:
