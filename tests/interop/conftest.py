@@ -163,6 +163,58 @@ def our_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "ours.json"
 
 
+VARIED_SCRIPT = {
+    "models": ["mock"],
+    "rules": [
+        {"task": "2 plus 3", "reply": {"content": "5"}},
+        {"task": "capital of France", "reply": {"content": "Lyon."}},
+        {"task": "which file", "reply": {"content": "The notes file."}},
+        {"task": "service up", "reply": {"fault": "503"}},
+    ],
+    "default": {"content": "I cannot answer that."},
+}  # fmt: skip
+"""A pass, a missing string, an expected tool not used, and an endpoint that fails."""
+
+VARIED_SUITE = {
+    "name": "varied",
+    "version": "2.1.0",
+    "tasks": [
+        {"id": "sum", "category": "math", "task": "What is 2 plus 3?",
+         "expect_in_answer": ["5"], "max_steps": 4},
+        {"id": "capital", "category": "facts", "task": "What is the capital of France?",
+         "expect_in_answer": ["Paris"], "max_steps": 4},
+        {"id": "notes", "category": "files", "task": "In which file are the notes kept?",
+         "expect_in_answer": ["notes"], "expect_tool": "read_file", "max_steps": 6},
+        {"id": "down", "category": "facts", "task": "Is the service up?",
+         "expect_in_answer": ["yes"], "max_steps": 6},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def varied_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An agent-eval run with every kind of verdict a report tells apart: passes, a
+    missing string, an expected tool not used, and infra errors (the endpoint answers
+    503 and no retry is allowed); priced, and with step budgets."""
+    folder = tmp_path_factory.mktemp("varied")
+    (folder / "docs").mkdir()
+    (folder / "docs" / "notes.md").write_text("Arithmetic notes.\n", encoding="utf-8")
+    (folder / "suite.json").write_text(json.dumps({**VARIED_SUITE, "workspace": "docs"}), "utf-8")
+    server = MockModelServer(parse_script(VARIED_SCRIPT)).start()
+    try:
+        done = subprocess.run(
+            [_tool("agent-eval"), "run", "--agent", "builtin:minimal", "--tasks", "suite.json",
+             "--repeats", "2", "--base-url", server.base_url, "--model", "mock",
+             "--max-infra-retries", "0", "--cost-per-million", "0.5",
+             "--out", "varied.json", "--trajectory-dir", "trajectories"],
+            cwd=folder, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert done.returncode in (0, 2), done.stdout + done.stderr
+    return folder / "varied.json"
+
+
 @pytest.fixture(scope="session")
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run ``agent-eval`` with arguments in a folder."""

@@ -5,7 +5,9 @@ In: one ATIF file is one attempt; a folder of them, or a Harbor job folder (one 
 folder per attempt, with ``result.json`` and ``agent/trajectory.json``), is a run per
 agent and model. The verdict is the verifier's reward from the trial's ``result.json``
 (full reward passes), else agent-eval's own verdict in the file's ``extra``; a file with
-neither is refused, never guessed. Out: one ATIF file per attempt of one of our runs.
+neither is refused, never guessed. A file agent-eval wrote carries its row and its run
+under ``extra.agent_eval``, and reads back as that row and run. Out: one ATIF file per
+attempt of one of our runs.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ from agent_eval.interop.foreign import (
     attempt_records,
     build_run,
     clip,
+    our_head,
+    our_row,
+    row_document,
     task_identity,
 )
 from agent_eval.records import FailureClass
-from agent_eval.results import RunHead, RunResults
+from agent_eval.results import AttemptResult, RunHead, RunResults
 from agent_eval.trajectory import safe_part
 
 if TYPE_CHECKING:
@@ -41,6 +46,11 @@ ATIF reader since 1.6 accepts."""
 OURS = "agent_eval"
 """The key under ``extra`` that carries what ATIF has no field for (task id, attempt,
 verdict, checks), so that a run exported and read back is the same run."""
+NOT_ROW = ("task_id", "passed", "position", "run",
+           "run_id", "task_set", "task_set_version", "suite_hash")  # fmt: skip
+"""Keys under ``extra.agent_eval`` that are not the row's: the task id (the row's ``id``),
+the verdict (its checks say it), the row's place in the run, and the run, which files
+written before ``run`` held as the four keys after it."""
 MAX_FILE = 64 * 1024 * 1024
 """The largest ATIF or trial file read, in bytes."""
 
@@ -111,13 +121,14 @@ def read_atif(path: Path) -> list[ForeignRun]:
         parts = [(path, None)]
     if not parts:
         raise ResultsError(f"{path}: holds no ATIF trajectory and no Harbor trial folder")
-    groups: dict[tuple[str, str], list[AttemptDraft]] = {}
-    heads: dict[tuple[str, str], RunHead] = {}
+    groups: dict[tuple[str, str, str | None], list[AttemptDraft]] = {}
+    heads: dict[tuple[str, str, str | None], RunHead] = {}
     for trajectory_path, trial_path in parts:
         trajectory = _load_trajectory(trajectory_path)
         trial = _load_json(trial_path) if trial_path else None
         draft, head = _attempt(trajectory_path, trajectory, trial)
-        key = (head.scaffold, head.model)
+        # Runs of ours keep apart by their id: two of one agent and model stay two.
+        key = (head.scaffold, head.model, head.run_id if draft.row else None)
         groups.setdefault(key, []).append(draft)
         heads.setdefault(key, head)
     runs = []
@@ -166,8 +177,12 @@ def _attempt(
     ours: dict[str, Any] = dict((trajectory.extra or {}).get(OURS) or {})
     agent = trajectory.agent
     reward = _reward(trial)
+    # A file agent-eval wrote, with no Harbor verdict beside it: our row and run, whole.
+    row = _our_row(path, ours, trajectory) if trial is None and "checks" in ours else None
     if reward is not None:
         passed = reward >= 1.0
+    elif row is not None:
+        passed = row.passed
     elif isinstance(ours.get("passed"), bool):
         passed = ours["passed"]
     else:
@@ -194,11 +209,13 @@ def _attempt(
     if error is None and reward is not None and not passed:
         error = f"verifier reward {reward:g}"
     stopped = str(ours.get("stopped") or ("agent_error" if exception else "finished"))
+    if row is not None:
+        stopped, error = row.stopped or "", row.error
     records.append({"type": "stop", "reason": stopped, "detail": error})
     user = next((s for s in trajectory.steps if s.source == "user"), None)
     draft = AttemptDraft(
-        task_id=task_id,
-        attempt=int(ours.get("attempt") or 0),
+        task_id=row.id if row else task_id,
+        attempt=row.attempt if row else int(ours.get("attempt") or 0),
         passed=passed,
         answer=str(ours.get("answer") or _last_agent_text(trajectory)),
         category=str(ours.get("category") or ""),
@@ -212,7 +229,12 @@ def _attempt(
         error=error,
         score={"reward": reward, "session_id": trajectory.session_id},
         task_text=user.message if user is not None and isinstance(user.message, str) else None,
+        row=row,
+        position=ours["position"] if row and isinstance(ours.get("position"), int) else None,
     )
+    if row is not None and isinstance(ours.get("run"), dict):
+        where = f"ATIF file {path}: extra.{OURS}.run"
+        return draft, our_head(where, ours["run"])
     trial_agent = (trial or {}).get("agent_info") or {}
     model = agent.model_name or ((trial_agent.get("model_info") or {}).get("name"))
     # A Harbor trajectory lies at JOB/TRIAL/agent/trajectory.json: the job names the run.
@@ -231,6 +253,17 @@ def _attempt(
         options={"source_format": "atif"},
     )
     return draft, head
+
+
+def _our_row(path: Path, ours: dict[str, Any], trajectory: Trajectory) -> AttemptResult:
+    """The row under ``extra.agent_eval``; a file written before the row's every field
+    was carried lacks a few, and takes its tokens from the trajectory's final metrics."""
+    fields = {key: value for key, value in ours.items() if key not in NOT_ROW}
+    metrics = trajectory.final_metrics
+    if metrics is not None:
+        fields.setdefault("prompt_tokens", metrics.total_prompt_tokens)
+        fields.setdefault("completion_tokens", metrics.total_completion_tokens)
+    return our_row(f"ATIF file {path}: extra.{OURS}", {"id": ours.get("task_id"), **fields})
 
 
 def _reward(trial: dict[str, Any] | None) -> float | None:
@@ -318,27 +351,18 @@ def write_atif(run: RunResults, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     head = run.run
+    run_head = head.model_dump(mode="json", exclude={"summary"})
     written = []
-    for row in run.rows:
+    for position, row in enumerate(run.rows):
         records = attempt_records(run, row)
         steps = _steps(records, _meta(records).get("task") or row.id)
+        document = row_document(row)
         ours = {
-            "task_id": row.id,
-            "attempt": row.attempt,
-            "category": row.category,
+            "task_id": document.pop("id"),
             "passed": row.passed,
-            "failure_class": row.failure_class,
-            "stopped": row.stopped,
-            "error": row.error,
-            "answer": row.answer,
-            "steps": row.steps,
-            "tokens": row.tokens,
-            "seconds": row.seconds,
-            "checks": row.check_record().model_dump(mode="json"),
-            "run_id": head.run_id,
-            "task_set": head.task_set,
-            "task_set_version": head.task_set_version,
-            "suite_hash": head.suite_hash,
+            **document,
+            "position": position,
+            "run": run_head,
         }
         trajectory = Trajectory.model_validate(
             {

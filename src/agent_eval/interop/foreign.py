@@ -15,6 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent_eval.errors import ResultsError
 from agent_eval.records import Checks, FailureClass
 from agent_eval.results import Attempt, AttemptResult, RunHead, RunResults, compact, tally
@@ -81,17 +83,45 @@ class AttemptDraft:
     """The other harness's own verdict fields (scorer, value, reward), kept on the score line."""
     task_text: str | None = None
     """The task as the agent was given it, when recorded."""
+    row: AttemptResult | None = None
+    """Our own row, when agent-eval wrote the file: taken whole, checks and failure
+    included, over the fields above (only the trajectory comes from the format)."""
+    position: int | None = None
+    """Where the attempt stood among the rows of the run it was exported from, when the
+    file says (an attempt per file is read in file-name order, not the run's)."""
 
     def steps(self) -> int:
         """One per model reply plus one per tool result, as ours are counted."""
         return sum(record.get("type") in ("model", "tool") for record in self.records)
 
     def finish(self, head: RunHead) -> tuple[AttemptResult, tuple[dict[str, Any], ...]]:
-        """The validated row and the trajectory records (meta line first, score line last).
+        """The validated row and the trajectory records (meta line first, score line last)."""
+        row = self.row or self._row()
+        meta = {
+            "scaffold": head.scaffold,
+            "model": head.model,
+            "task_id": row.id,
+            "attempt": row.attempt,
+            "task": self.task_text,
+            "suite": head.task_set,
+            "suite_version": head.task_set_version,
+            "suite_hash": head.suite_hash,
+            "run_id": head.run_id,
+            "source_format": None,
+        }
+        score = {
+            "checks": row.checks.model_dump(mode="json"),
+            "verdict": "passed" if row.passed else "failed",
+            "failure_class": row.failure_class,
+            **self.score,
+        }
+        records = ({"meta": meta}, *self.records, {"type": "score", **score})
+        return row, records
 
-        The checks a format has no counterpart for hold, as the course harness's do for a
-        task without such a check; only the verdict and the tools used are the format's.
-        """
+    def _row(self) -> AttemptResult:
+        """The row of what the format records. The checks it has no counterpart for hold,
+        as the course harness's do for a task without such a check; only the verdict and
+        the tools used are the format's."""
         tools = [str(r["tool"]) for r in self.records if r.get("type") == "tool"]
         checks = Checks(
             missing=[],
@@ -106,7 +136,7 @@ class AttemptDraft:
         tokens = self.tokens
         if tokens is None:
             tokens = (self.prompt_tokens or 0) + (self.completion_tokens or 0)
-        row = AttemptResult(
+        return AttemptResult(
             id=self.task_id,
             category=self.category,
             attempt=self.attempt,
@@ -121,26 +151,6 @@ class AttemptDraft:
             failure_class="passed" if self.passed else failure,
             error=self.error,
         )
-        meta = {
-            "scaffold": head.scaffold,
-            "model": head.model,
-            "task_id": self.task_id,
-            "attempt": self.attempt,
-            "task": self.task_text,
-            "suite": head.task_set,
-            "suite_version": head.task_set_version,
-            "suite_hash": head.suite_hash,
-            "run_id": head.run_id,
-            "source_format": None,
-        }
-        score = {
-            "checks": checks.model_dump(mode="json"),
-            "verdict": "passed" if self.passed else "failed",
-            "failure_class": row.failure_class,
-            **self.score,
-        }
-        records = ({"meta": meta}, *self.records, {"type": "score", **score})
-        return row, records
 
 
 def build_run(
@@ -151,13 +161,15 @@ def build_run(
     expected: dict[str, str | None],
 ) -> ForeignRun:
     """The run of these attempts, rows attempt-major as ours are written, with its summary."""
+    if all(draft.position is not None for draft in drafts):
+        drafts = sorted(drafts, key=lambda draft: draft.position or 0)
     first_seen = _first_seen(drafts)
     ordered = sorted(drafts, key=lambda d: (d.attempt, first_seen[d.task_id]))
     finished = [draft.finish(head) for draft in ordered]
     for _, records in finished:
         records[0]["meta"]["source_format"] = source_format
     rows = tuple(compact(row) for row, _ in finished)
-    counted = tally(rows)
+    counted = tally(rows, head.prices)
     repeats = max((row.attempt for row in rows), default=0)
     head = head.model_copy(update={"summary": counted.summary(), "repeats": repeats})
     return ForeignRun(
@@ -200,6 +212,46 @@ def attempt_records(
     except ResultsError:
         return []
     return [dict(line) for line in read.lines]
+
+
+OWN_FILES = ("trajectory_file", "recording_file")
+"""A row's fields that name files of the run's folder, which an export does not carry."""
+
+
+def row_document(row: Attempt) -> dict[str, Any]:
+    """The attempt's row as a results file holds it, without the files it names: what an
+    export carries so that the run read back is the same run."""
+    fields = row._asdict()
+    del fields["passed"]
+    fields["checks"] = row.check_record()
+    document = AttemptResult.model_validate(fields).model_dump(mode="json")
+    return {key: value for key, value in document.items() if key not in OWN_FILES}
+
+
+def our_row(where: str, document: Any) -> AttemptResult:
+    """The row an export of ours carries, validated; ResultsError naming ``where`` (the
+    file and the key) and the first problem."""
+    try:
+        return AttemptResult.model_validate(document)
+    except ValidationError as exc:
+        raise ResultsError(f"{where}: {_first_problem(exc)}") from None
+
+
+def our_head(where: str, document: Any) -> RunHead:
+    """The run head an export of ours carries, validated, without its summary (the
+    figures are worked out again from the rows); ResultsError as ``our_row``'s."""
+    if isinstance(document, dict):
+        document = {key: value for key, value in document.items() if key != "summary"}
+    try:
+        return RunHead.model_validate(document)
+    except ValidationError as exc:
+        raise ResultsError(f"{where}: {_first_problem(exc)}") from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(the object)"
+    return f"{field}: {first['msg']} (not a run agent-eval wrote)"
 
 
 def clip(value: Any, limit: int = TEXT_LIMIT) -> str:

@@ -4,7 +4,8 @@ In: each sample × epoch of an ``.eval`` or ``.json`` log is an attempt (sample 
 id, epoch → attempt); the first scorer's value, taken as Inspect's accuracy takes it
 (``value_to_float``), is the verdict: full credit passes. Model and tool events become
 the trajectory's model and tool records, a sample limit or error its stop and failure
-class. Out: one of our runs as an ``EvalLog`` with a sample per attempt.
+class. A log agent-eval wrote carries its run and each attempt's row in metadata, and
+reads back as that run. Out: one of our runs as an ``EvalLog`` with a sample per attempt.
 """
 
 from __future__ import annotations
@@ -20,15 +21,24 @@ from agent_eval.interop.foreign import (
     attempt_records,
     build_run,
     clip,
+    our_head,
+    our_row,
+    row_document,
     task_identity,
 )
 from agent_eval.records import FailureClass
-from agent_eval.results import RunHead, RunResults
+from agent_eval.results import AttemptResult, RunHead, RunResults, describe_failure
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
 INSTALL = "pip install -e '.[inspect]' in the agent-eval clone"
+OURS = "agent_eval"
+"""The scorer of a log agent-eval wrote, and the key of each sample's metadata that
+carries the attempt's row (checks, failure class, error), so that the run read back is
+the same run."""
+OURS_RUN = "agent_eval_run"
+"""The key of the log's metadata that carries the run's head."""
 
 LIMIT_STOPS: dict[str, str] = {
     "message": "turn_limit",
@@ -69,11 +79,25 @@ def read_inspect_log(path: Path) -> list[ForeignRun]:
             f"Inspect AI log {path}: cannot be read by Inspect AI ({_first_line(exc)})"
         ) from None
     scorer = _primary_scorer(header)
-    head = _head(path, header)
-    drafts = [_draft(sample, scorer) for sample in samples]
     expected = {str(s.id): _target_text(s.target) or None for s in samples}
-    head = head.model_copy(update={"suite_hash": task_identity(expected)})
+    ours = (header.eval.metadata or {}).get(OURS_RUN)
+    if isinstance(ours, dict):  # a log agent-eval wrote: its run and rows, whole
+        head = our_head(f"Inspect AI log {path}: eval.metadata.{OURS_RUN}", ours)
+        drafts = [_draft(sample, scorer, _our_row(path, sample)) for sample in samples]
+    else:
+        head = _head(path, header)
+        drafts = [_draft(sample, scorer) for sample in samples]
+    if head.suite_hash is None or not isinstance(ours, dict):
+        head = head.model_copy(update={"suite_hash": task_identity(expected)})
     return [build_run(path, head, drafts, "inspect", expected)]
+
+
+def _our_row(path: Path, sample: EvalSample) -> AttemptResult | None:
+    document = (sample.metadata or {}).get(OURS)
+    if document is None:
+        return None
+    where = f"Inspect AI log {path}: sample {sample.id} epoch {sample.epoch}: metadata.{OURS}"
+    return our_row(where, document)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -125,7 +149,9 @@ def _target_text(target: str | list[str]) -> str:
     return target if isinstance(target, str) else "\n".join(target)
 
 
-def _draft(sample: EvalSample, scorer: str | None) -> AttemptDraft:
+def _draft(
+    sample: EvalSample, scorer: str | None, row: AttemptResult | None = None
+) -> AttemptDraft:
     from inspect_ai.scorer import value_to_float
 
     scores = sample.scores or {}
@@ -137,7 +163,10 @@ def _draft(sample: EvalSample, scorer: str | None) -> AttemptDraft:
     records = _records(sample)
     failure: FailureClass | None = None
     stopped, error = "finished", None
-    if sample.limit is not None:
+    if row is not None:  # ours: the row says why it stopped
+        stopped, error = row.stopped or "", row.error
+        records.append({"type": "stop", "reason": stopped, "detail": error})
+    elif sample.limit is not None:
         stopped = LIMIT_STOPS.get(sample.limit.type, "agent_error")
         failure = "over_budget" if stopped != "agent_error" else "agent_error"
         error = f"{sample.limit.type} limit {sample.limit.limit:g} exceeded"
@@ -157,8 +186,8 @@ def _draft(sample: EvalSample, scorer: str | None) -> AttemptDraft:
     total = sum(u.total_tokens for u in usage) if usage else None
     answer = sample.output.completion if sample.output else ""
     return AttemptDraft(
-        task_id=str(sample.id),
-        attempt=sample.epoch,
+        task_id=row.id if row else str(sample.id),
+        attempt=row.attempt if row else sample.epoch,
         passed=passed,
         answer=answer,
         category=str((sample.metadata or {}).get("category", "")),
@@ -178,6 +207,7 @@ def _draft(sample: EvalSample, scorer: str | None) -> AttemptDraft:
             "explanation": score.explanation if score else None,
         },
         task_text=sample.input if isinstance(sample.input, str) else None,
+        row=row,
     )
 
 
@@ -266,7 +296,7 @@ def write_inspect_log(run: RunResults, out: Path) -> int:
                 events=events,
                 output=ModelOutput.from_content(head.model, row.answer),
                 scores={
-                    "agent_eval": Score(
+                    OURS: Score(
                         value=CORRECT if row.passed else INCORRECT,
                         answer=row.answer,
                         explanation=row.failure,
@@ -277,12 +307,17 @@ def write_inspect_log(run: RunResults, out: Path) -> int:
                     "failure_class": row.failure_class,
                     "steps": row.steps,
                     "stopped": row.stopped,
+                    OURS: row_document(row),
                 },
                 model_usage={head.model: usage},
                 total_time=row.seconds,
                 working_time=row.seconds,
-                error=EvalError(message=row.error, traceback="", traceback_ansi="")
-                if row.failure_class == "agent_error" and row.error
+                # What stopped the attempt before an answer could be judged (the agent, or
+                # the model endpoint) is what Inspect records as a sample's error.
+                error=EvalError(
+                    message=describe_failure(row, numbered=False), traceback="", traceback_ansi=""
+                )
+                if row.failure_class in ("agent_error", "infra_error")
                 else None,
             )
         )
@@ -302,15 +337,15 @@ def write_inspect_log(run: RunResults, out: Path) -> int:
             dataset=EvalDataset(name=head.task_set, samples=len(task_ids), sample_ids=task_ids),
             model=head.model,
             config=EvalConfig(epochs=max((row.attempt for row in run.rows), default=1)),
-            metadata={"agent_eval_run": head.model_dump(mode="json", exclude_none=True)},
+            metadata={OURS_RUN: head.model_dump(mode="json", exclude_none=True)},
         ),
         results=EvalResults(
             total_samples=len(run.rows),
             completed_samples=len(run.rows),
             scores=[
                 EvalScore(
-                    name="agent_eval",
-                    scorer="agent_eval",
+                    name=OURS,
+                    scorer=OURS,
                     metrics={"accuracy": EvalMetric(name="accuracy", value=accuracy)},
                 )
             ],
