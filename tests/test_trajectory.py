@@ -25,11 +25,13 @@ from agent_eval.models.mock_script import parse_script
 from agent_eval.models.mock_server import MockModelServer
 from agent_eval.trajectory import (
     Meta,
+    ScoreRecord,
     TrajectoryError,
     is_trajectory_name,
     read_trajectory,
     trajectory_name,
     trajectory_text,
+    write_new_file,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,6 +232,19 @@ def test_a_file_cut_mid_write_reads_all_but_its_torn_last_line(
     assert torn.problems == (
         f"{path.name}:{number}: the last line is cut short (its writer stopped mid-line); skipped",
     )
+
+
+def test_a_record_holding_line_ends_of_splitlines_reads_back_whole(tmp_path: Path) -> None:
+    """Written as they are (ensure_ascii=False), U+2028 and its kin stay inside the line:
+    only "\\n" ends a record."""
+    said = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg\x1dh\x1ei"
+    records = [{"type": "note", "said": said}, {"tool": said}]
+    score: ScoreRecord = {"type": "score", "passed": True}
+    text = trajectory_text(Meta(task_id="t", attempt=1), records, score)
+    path = write_new_file(tmp_path, "t-r1.jsonl", text)
+    assert "\u2028" in path.read_text(encoding="utf-8")  # the case under test
+    read = read_trajectory(path)
+    assert read.records[:2] == records and not read.problems
 
 
 def test_an_agents_own_records_are_kept_as_they_are(tmp_path: Path) -> None:

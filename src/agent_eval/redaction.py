@@ -7,7 +7,9 @@ than ``MIN_SECRET_LENGTH`` are not scrubbed from text (replacing '12' everywhere
 garble it), though a secret option's value is never recorded whatever its length.
 
 What an agent's processes print is relayed to the harness's stderr through the same
-scrubbing, with its control characters shown as escapes (``relay_to_stderr``).
+scrubbing, with its control characters shown as escapes (``relay_to_stderr``), and text
+it gives that UTF-8 cannot hold is kept with U+FFFD in its place
+(``replace_lone_surrogates``).
 
 A leaf module: the run, the agents that keep logs, and the writers of files all use it.
 """
@@ -276,3 +278,25 @@ def run_redactor(
     """The redactor of a run: its API key, its secret options (by name or given as
     secret), and the environment's variables named like secrets."""
     return Redactor.for_run(api_key, with_secret_options(options, secret))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone UTF-16 surrogate in its strings (dict keys included, at any
+    depth of its dicts, lists and tuples) shown as U+FFFD, as report/xml_text.py shows
+    what XML cannot hold. An agent's text may hold one ("\\ud800" in JSON, a str built
+    from code points), and UTF-8 cannot: one in a reply or a request would crash the
+    writing of the trajectory, the journal, the recording and the results. A string
+    without one is returned as is."""
+    # map, not comprehensions: one frame per level of nesting, so that whatever the
+    # worker could pickle is walked here too
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        replace = replace_lone_surrogates
+        return dict(zip(map(replace, value.keys()), map(replace, value.values()), strict=True))
+    if isinstance(value, list | tuple):
+        return type(value)(map(replace_lone_surrogates, value))
+    return value

@@ -1,12 +1,16 @@
 """What an agent prints reaches the harness's stderr as text: it cannot drive the
-terminal (clear it, move the cursor, hide what follows) where the user reads verdicts."""
+terminal (clear it, move the cursor, hide what follows) where the user reads verdicts.
+What it returns reaches the files of the run as text UTF-8 can hold: a lone surrogate is
+shown as U+FFFD, and the run goes on."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,6 +18,7 @@ from hypothesis import strategies as st
 from tests.run.conftest import AGENT_EVAL, needs_sandbox, write_in_pieces
 
 from agent_eval.redaction import Redactor, ShownStream
+from agent_eval.trajectory import read_trajectory
 
 CONTROLS = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
 
@@ -80,3 +85,89 @@ def test_what_an_agent_prints_cannot_drive_the_terminal(
     assert "attempt: \\x1b[8m\\x9b8m" in err
     assert "split: \\x9b2J" in err
     assert "success rate  0.00  (0 of 1)" in done.stdout.decode("utf-8")
+
+
+SURROGATE_AGENT = r"""
+SCAFFOLD_NAME = "odd\udcffname"
+
+
+def run_task(task, options):
+    if options["task_id"] == "answer":
+        return {"answer": "yes \ud800 and\u2028on", "steps": 1, "tokens": 1}
+    if options["task_id"] == "record":
+        return {"answer": "yes", "steps": 1, "tokens": 1,
+                "trajectory": [{"tool": "x\udcff", "said": "a\u2028b\x85c"}]}
+    if options["task_id"] == "raises":
+        raise ValueError("bad \udcff text")
+    return {"answer": "yes", "steps": 1, "tokens": 1}
+"""
+
+ESCAPING_CMD_AGENT = r"""
+import sys
+
+for line in sys.stdin:
+    print('{"answer": "yes \\ud800", "steps": 1, "tokens": 1}', flush=True)
+"""
+
+
+def yes_tasks(*ids: str) -> list[dict[str, str | list[str]]]:
+    return [{"id": i, "category": "c", "task": "say yes", "expect_in_answer": ["yes"]} for i in ids]
+
+
+def results(path: Path) -> dict[str, Any]:
+    """The results file, read as UTF-8 strictly: a lone surrogate written would not decode."""
+    written: dict[str, Any] = json.loads(path.read_bytes().decode("utf-8"))
+    return written
+
+
+def test_a_lone_surrogate_an_agent_returns_is_shown_and_the_run_goes_on(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """In the answer, a trajectory record, a raised exception's message and SCAFFOLD_NAME;
+    the task after them runs, the answer with U+FFFD is scored as the agent's answer,
+    and a resume reads the files back."""
+    suite = write_suite(yes_tasks("answer", "record", "raises", "after"))
+    agent = write_agent(SURROGATE_AGENT)
+    args = [str(AGENT_EVAL), "run", "--agent", str(agent), "--tasks", str(suite), "--out", "r.json"]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr  # the one that raised failed
+    assert "Traceback" not in done.stderr
+    written = results(tmp_path / "r.json")
+    assert written["run"]["scaffold"] == "odd\ufffdname"
+    rows = {row["id"]: row for row in written["results"]}
+    classes = {"answer": "passed", "record": "passed", "raises": "agent_error", "after": "passed"}
+    assert {i: row["failure_class"] for i, row in rows.items()} == classes
+    assert rows["answer"]["answer"] == "yes \ufffd and\u2028on"
+    assert rows["raises"]["error"] == "run_task raised ValueError: bad \ufffd text"
+    assert rows["record"]["checks"]["tools_used"] == ["x\ufffd"]
+    for row in rows.values():
+        path = tmp_path / row["trajectory_file"]
+        path.read_bytes().decode("utf-8")  # strict: a lone surrogate written would not decode
+        meta = read_trajectory(path).meta
+        assert meta is not None and meta.get("scaffold") == "odd\ufffdname"
+    records = read_trajectory(tmp_path / rows["record"]["trajectory_file"]).records
+    assert records[0] == {"tool": "x\ufffd", "said": "a\u2028b\x85c"}  # one line, whole
+
+    more = subprocess.run([*args, "--resume", "r.json", "--repeats", "2"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert more.returncode == 2, more.stderr
+    assert "resumed: 4 finished attempt(s) kept, not re-run" in more.stderr
+    resumed = results(tmp_path / "r.json")["results"]
+    assert [row for row in resumed if row["attempt"] == 1] == list(rows.values())
+    assert [row["id"] for row in resumed if row["attempt"] == 2] == list(rows)
+
+
+def test_a_cmd_agents_escaped_lone_surrogate_is_shown(
+    tmp_path: Path, write_suite: Callable[..., Path]
+) -> None:
+    """A cmd: agent's result line may escape a lone surrogate ("\\ud800" is valid JSON)."""
+    suite = write_suite(yes_tasks("one", "two"))
+    (tmp_path / "escaping.py").write_text(ESCAPING_CMD_AGENT, encoding="utf-8")
+    done = subprocess.run(
+        [str(AGENT_EVAL), "run", "--agent", "cmd:python3 escaping.py", "--tasks", str(suite),
+         "--out", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = results(tmp_path / "r.json")["results"]
+    assert {row["id"]: row["answer"] for row in rows} == {"one": "yes \ufffd", "two": "yes \ufffd"}

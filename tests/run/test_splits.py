@@ -92,3 +92,31 @@ def test_split_selection_errors(
     assert done.stdout.splitlines() == [
         "suite suite.json, task held-out: field 'split': must be 'dev' or 'test'"
     ]
+
+
+LINE_ENDS_AGENT = (
+    'SCAFFOLD_NAME = "evil\\u2028{\\"x\\":1}\\u2029\\x85\\x0b\\x1c"\n'
+    'def run_task(task, options):\n    return {"answer": "4000", "steps": 1, "tokens": 5}\n'
+)
+
+
+def test_a_scaffold_name_holding_line_ends_of_splitlines_still_counts_each_look(
+    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
+) -> None:
+    """The labbook's line is written as it is (ensure_ascii=False), U+2028 and all: only
+    "\\n" ends it when it is read back."""
+    write_suite(TASKS, split="test")
+    write_agent(LINE_ENDS_AGENT, "a.py")
+    labbook = tmp_path / "data" / "agent-eval" / "labbook.jsonl"
+    for _ in range(4):
+        done = cli("run", "--agent", "a.py", "--tasks", "suite.json", "--split", "test",
+                   cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert "\u2028" in labbook.read_text(encoding="utf-8")  # the case under test
+    assert "Warning: the test split of tiny 1.0.0 has been evaluated 4 times" in done.stderr
+    history = cli("history", "--labbook", str(labbook), "--format", "json", cwd=tmp_path)
+    machine = json.loads(history.stdout)
+    assert machine["problems"] == []
+    scaffold = 'evil\u2028{"x":1}\u2029\x85\x0b\x1c'
+    assert [run["scaffold"] for run in machine["runs"]] == [scaffold] * 4
+    assert machine["test_looks"][0]["looks"] == 4

@@ -34,7 +34,9 @@ def read_labbook(path: str | Path) -> Labbook:
     """Every run recorded in the labbook at ``path``; ResultsError when it cannot be read."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # "\n" alone ends a line: splitlines() would also cut at U+2028, U+0085 and the
+        # like, which a line written with ensure_ascii=False holds as text
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
     except FileNotFoundError:
         raise ResultsError(
             f"labbook {path}: not found (runs append to it with 'agent-eval run --labbook FILE')"

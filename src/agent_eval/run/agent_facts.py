@@ -19,7 +19,7 @@ import tempfile
 
 from agent_eval.agents import AgentFacts, anchored, load_agent
 from agent_eval.errors import AgentLoadError
-from agent_eval.redaction import Redactor, relay_to_stderr
+from agent_eval.redaction import Redactor, relay_to_stderr, replace_lone_surrogates
 from agent_eval.sandbox import Sandbox
 
 HARNESS_AGENTS = ("builtin:", "cmd:")
@@ -83,7 +83,8 @@ def _read_facts(spec: str, read: int, code: int) -> AgentFacts:
             chunks.append(chunk)
     os.close(read)
     try:
-        found = json.loads(b"".join(chunks))
+        # SCAFFOLD_NAME is the agent's text: a lone surrogate in it would crash every write
+        found = replace_lone_surrogates(json.loads(b"".join(chunks)))
     except ValueError:
         found = None
     if not isinstance(found, dict):

@@ -422,12 +422,21 @@ def receive(conn: Connection) -> Any:
     agent code might reach (the zygote), for the parent: plain values only. Such a
     process can write anything on its connection, so a pickle that names a class or a
     function is never imported or called: it is refused (NotAMessage, an OSError, as a
-    broken connection is), and so is any other pickle that does not load."""
+    broken connection is), and so is any other pickle that does not load. A lone
+    surrogate in its strings arrives as U+FFFD (`replace_lone_surrogates`): this is where
+    what the agent returned enters the harness, so scoring and every file see one text."""
+    # Imported here: only the parent receives, and a worker loads no module it does not run.
+    from agent_eval.redaction import replace_lone_surrogates
+
     data = conn.recv_bytes()
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        message = _PlainUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # whatever a forged pickle makes the unpickler raise
         raise NotAMessage(f"the agent's process sent what is not a message: {exc!r:.200}") from None
+    try:
+        return replace_lone_surrogates(message)
+    except RecursionError:  # a forged pickle nests deeper than any pickler writes
+        raise NotAMessage("the agent's process sent a message nested too deeply to read") from None
 
 
 class NotAMessage(ConnectionError):
