@@ -253,3 +253,32 @@ def test_report_and_compare_open_course_results_files(course_run: Path, tmp_path
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)
+
+
+def test_a_course_files_price_is_its_runs_price(tmp_path: Path) -> None:
+    """The course writes its price only in the summary: report, compare and rescore take
+    it as the run's price, so the cost is shown and kept, never "not priced"."""
+    pair = _both(tmp_path, "steady", ["--repeats", "1", "--cost-per-million", "0.7"])
+    course = pair.course.folder / "results.json"
+    summary = pair.course.results["run"]["summary"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+
+    def agent_eval(*args: str) -> Any:
+        done = subprocess.run([sys.executable, "-m", "agent_eval", *args], capture_output=True,
+                              text=True, timeout=120, env=env, check=False)  # fmt: skip
+        assert done.returncode in (0, 2), done.stderr  # 2: rescore found a failed attempt
+        return json.loads(done.stdout) if "--format" in args else None
+
+    cost = agent_eval("report", str(course), "--format", "json")["summary"]["cost"]
+    assert cost["prices"] == {"per_million": 0.7}
+    assert round(cost["cost_total"], 6) == summary["cost_total"]  # the course keeps 6 decimals
+    figures = agent_eval("compare", str(course), str(pair.ours.folder / "results.json"),
+                         "--format", "json")["figures"]  # fmt: skip
+    assert round(figures["cost"]["a"], 6) == summary["cost_per_task"]
+    assert figures["cost"]["a"] == figures["cost"]["b"]
+    agent_eval("rescore", str(course), "--tasks", str(DATA / "course-suite.json"),
+               "--out", str(tmp_path / "rescored.json"))  # fmt: skip
+    kept = json.loads((tmp_path / "rescored.json").read_text())["run"]["summary"]
+    assert {k: kept[k] for k in ("cost_per_million_tokens", "cost_total", "cost_per_task")} == {
+        k: summary[k] for k in ("cost_per_million_tokens", "cost_total", "cost_per_task")
+    }

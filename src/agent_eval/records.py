@@ -425,8 +425,9 @@ class AgentReply(Strict):
     """Input tokens, when the agent reports them."""
     completion_tokens: int | None = Field(default=None, ge=0)
     """Output tokens, when the agent reports them."""
-    seconds: float | None = Field(default=None, ge=0)
-    """The agent's own timing; the harness measures wall time regardless."""
+    seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """The agent's own timing, which the row records as the course does; the limits are
+    judged on the harness's clock."""
     stopped: str = ""
     """Why the agent stopped (a StopReason for the shipped agents); empty when it does
     not say, as the course records it."""

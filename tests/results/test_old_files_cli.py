@@ -314,6 +314,7 @@ def test_resume_adds_repeats_to_a_course_run(files: Path) -> None:
     old = json.loads(COURSE_A.read_text())
     new = json.loads((files / "course-results.json").read_text())
     assert new["schema"] == RESULTS_SCHEMA and new["run"]["run_id"] == old["run"]["run_id"]
+    assert new["run"]["lab"] == old["run"]["lab"]  # no --lab given: the run keeps its own
     assert new["run"]["suite_hash"] == load_suite(str(files / "course-suite.json")).hash
     rows = new["results"]
     assert [(r["id"], r["attempt"]) for r in rows[:12]] == [

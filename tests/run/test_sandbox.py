@@ -414,14 +414,16 @@ def _error():
 
 def run_task(task, options):
     seen = {}
-    places = ["/dev/shm", *glob.glob("/dev/shm/agent-eval-run-*"), "/tmp", os.environ["HOME"]]
+    places = ["/dev/shm", *glob.glob("/dev/shm/agent-eval-run-*"), "/tmp", os.environ["HOME"],
+              options["log_dir"]]
     for place in places:
         seen[place] = sorted(n for n in os.listdir(place) if n.startswith("memo"))
         folder = os.path.join(place, "memo-folder")
         os.makedirs(folder, exist_ok=True)
         open(os.path.join(folder, "memo"), "w").close()
         os.chmod(folder, 0)
-        open(os.path.join(place, f"memo-{os.getpid()}"), "w").close()
+        with open(os.path.join(place, f"memo-{os.getpid()}"), "w") as memo:
+            memo.write(options["task_id"])
     segment = libc.shmget(KEY, 4096, 0o1666)
     memo = (ctypes.c_char * 8).from_address(libc.shmat(segment, None, 0))
     seen["sysv"], memo.value = memo.value.decode(), b"memo"
@@ -441,8 +443,9 @@ def test_no_attempt_finds_what_an_earlier_one_left_in_the_slots_shared_places(
     tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[..., Path]
 ) -> None:
     """Attempts in the same slot, and in the other: none finds a memo in /dev/shm (or
-    the folders there on the way to the slot's), /tmp, HOME or System V memory, and
-    none can make a POSIX queue or a mount, which no emptying would reach."""
+    the folders there on the way to the slot's), /tmp, HOME, its log folder or System V
+    memory, and none can make a POSIX queue or a mount, which no emptying would reach.
+    What each wrote in its log folder still reaches the trajectory folder."""
     agent = write_agent(SHARED_MEMORY_AGENT)
     suite = write_suite([{"id": "t1", "category": "c", "task": "x", "expect_in_answer": ["y"]}])
     config = RunConfig(agent=str(agent), tasks=str(suite), repeats=6, concurrency=2, model="m",
@@ -455,7 +458,9 @@ def test_no_attempt_finds_what_an_earlier_one_left_in_the_slots_shared_places(
         assert seen.pop("sysv") == "", seen
         assert seen.pop("semaphore") == "made" and seen.pop("message queue") == "made", seen
         assert seen.pop("queue") != "made" and seen.pop("mount") != "made", seen
-        assert len(seen) >= 4 and all(found == [] for found in seen.values()), seen
+        assert len(seen) >= 5 and all(found == [] for found in seen.values()), seen
+    logs = sorted((tmp_path / "traj").glob("memo-*.log"))
+    assert len(logs) == 6 and {log.read_text() for log in logs} == {"t1"}
 
 
 # Tries to open for writing the memory of every other process it can see: its worker,

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent_eval.report import plots
 from agent_eval.report.text import copied_line, figure_rows, fmt, fmt_sig, shown_k_note
-from agent_eval.results import UNKNOWN_CLASS, Attempt, RunResults, TaskOutcome
+from agent_eval.results import NOT_RECORDED, UNKNOWN_CLASS, Attempt, RunResults, TaskOutcome
 
 _NUMBER = re.compile(r"^-?[\d.]+(/\d+)?$")
 
@@ -224,7 +224,7 @@ def render_html(results: RunResults, report: dict[str, Any]) -> str:
             page_head(title),
             f"<p>{s['tasks']} task(s), {escape(str(run['repeats']))} attempt(s) each · run "
             f"<code>{escape(str(run['run_id']))}</code> · {escape(str(run['date']))} · suite hash "
-            f"<code>{escape(str(run['suite_hash']))}</code></p>",
+            f"<code>{escape(str(run['suite_hash'] or NOT_RECORDED))}</code></p>",
             f"<p><strong>{escape(s['headline'])}</strong></p>",
             "<h2>Figures</h2>",
             _figures(s),

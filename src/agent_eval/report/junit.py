@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from agent_eval.report.xml_text import xml_safe
-from agent_eval.results import UNKNOWN_CLASS, Attempt, CheckValues, RunResults
+from agent_eval.results import NOT_RECORDED, UNKNOWN_CLASS, Attempt, CheckValues, RunResults
 
 
 def _checks_text(
@@ -45,7 +45,8 @@ def render_junit(results: RunResults, report: dict[str, Any]) -> str:
     run = results.run
     for key, value in (("scaffold", run.scaffold), ("model", run.model),
                        ("suite_hash", run.suite_hash), ("run_id", run.run_id)):  # fmt: skip
-        ET.SubElement(properties, "property", {"name": key, "value": str(value)})
+        shown = NOT_RECORDED if value is None else str(value)  # a course file has no hash
+        ET.SubElement(properties, "property", {"name": key, "value": shown})
     ET.SubElement(properties, "property", {"name": "success_rate", "value": f"{s['success_rate']}"})
     copied = s["copied_passes"]
     ET.SubElement(properties, "property", {"name": "copied_passes", "value": str(len(copied))})

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from agent_eval.results import NOT_RECORDED
 from agent_eval.score import AT_LENGTH, MOSTLY
 
 
@@ -36,7 +37,7 @@ def fmt_interval(pair: list[float] | None, digits: int = 3) -> str:
 def short_hash(value: object) -> str:
     """The first 12 hex digits of a content hash, without an algorithm prefix."""
     if value is None:
-        return "not recorded"
+        return NOT_RECORDED
     return str(value).rsplit(":", 1)[-1][:12]
 
 

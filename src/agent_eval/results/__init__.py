@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         side_results,
         write_duel,
     )
-    from agent_eval.results.legacy import RAISED
+    from agent_eval.results.legacy import NOT_RECORDED, RAISED
     from agent_eval.results.rows import CHECK_FIELDS, compact
     from agent_eval.results.schema import Frame
     from agent_eval.results.summary import UNKNOWN_CLASS
@@ -67,6 +67,7 @@ __all__ = [
     "COURSE_TASK_KEYS",
     "DUEL_SCHEMA",
     "JOURNAL_SUFFIX",
+    "NOT_RECORDED",
     "RAISED",
     "RESULTS_SCHEMA",
     "SIDES",
@@ -120,6 +121,7 @@ _LAZY = {
     "DUEL_SCHEMA": "agent_eval.results.duel_file:DUEL_SCHEMA",
     "DuelRecord": "agent_eval.results.duel_file:DuelRecord",
     "Frame": "agent_eval.results.schema:Frame",
+    "NOT_RECORDED": "agent_eval.results.legacy:NOT_RECORDED",
     "RAISED": "agent_eval.results.legacy:RAISED",
     "SIDES": "agent_eval.results.duel_file:SIDES",
     "Stop": "agent_eval.results.duel_file:Stop",

@@ -241,6 +241,7 @@ def finished_run_header(results: Path) -> dict[str, Any]:
         "model": run.model,
         "repeats": run.repeats,
         "wall_seconds": run.wall_seconds or 0.0,
+        **({"lab": run.lab} if run.lab is not None else {}),
         **({"isolation": run.isolation} if run.isolation else {}),
         **({"record": True} if run.recorded else {}),
     }

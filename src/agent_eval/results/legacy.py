@@ -73,10 +73,15 @@ def derive_failure_class(checks: dict[str, Any], stopped: Any) -> str | None:
 def upgrade_run(raw: Any) -> Any:
     """A ``run`` object (results head or labbook line) of any shape in the current one:
     schema 1 wrote the full timestamp under ``date``, where the course writes the day;
-    the course writes a null version for a suite that names none."""
+    the course writes a null version for a suite that names none, and its one price only
+    in the summary, where ``prices`` is what every reader takes a run's price from."""
     if not isinstance(raw, dict):
         return raw
     run = dict(raw)
+    summary = run.get("summary")
+    price = summary.get("cost_per_million_tokens") if isinstance(summary, dict) else None
+    if run.get("prices") is None and type(price) in (int, float):
+        run["prices"] = {"per_million": price}
     date = run.get("date")
     if isinstance(date, str) and len(date) > 10 and "started_at" not in run:
         run.update(started_at=date, date=date[:10])

@@ -89,7 +89,7 @@ class Attempt(NamedTuple):
     completion_tokens: int | None
     """Output tokens, when known."""
     seconds: float
-    """Wall time of the attempt measured by the harness."""
+    """The agent's own seconds when it gave them, else the harness's."""
     stopped: str | None
     """Why the attempt stopped."""
     checks: CheckValues
@@ -116,6 +116,8 @@ class Attempt(NamedTuple):
     """The share of the answer copied from the task or the documents (score.copied)."""
     recording_file: str | None
     """The attempt's recorded model calls, when it was recorded."""
+    harness_seconds: float | None
+    """The attempt's wall time by the harness's clock, when recorded."""
     passed: bool
     """The verdict."""
 

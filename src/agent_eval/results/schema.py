@@ -71,7 +71,8 @@ class AttemptResult(Record):
     completion_tokens: int | None = None
     """Output tokens, when known."""
     seconds: float
-    """Wall time of the attempt measured by the harness."""
+    """The attempt's seconds: the agent's own figure when it gives one, as the course
+    records it, else the harness's (``harness_seconds``)."""
     stopped: str | None = None
     """Why the attempt stopped (agent stop reason, or the harness's reason on failure);
     None when a course-harness file does not say."""
@@ -104,6 +105,9 @@ class AttemptResult(Record):
     documents (score.copied.copied_share); None when there was no answer to measure."""
     recording_file: str | None = None
     """The attempt's recorded model calls (run --record), named like trajectory_file."""
+    harness_seconds: float | None = None
+    """The attempt's wall time by the harness's clock, whatever the agent reported: what
+    time limits are judged on. None in files from before it and other harnesses' runs."""
 
     @property
     def passed(self) -> bool:

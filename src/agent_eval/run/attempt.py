@@ -16,7 +16,7 @@ from agent_eval.records import AgentReply, Checks, FailureClass, Task
 from agent_eval.redaction import Redactor
 from agent_eval.replay import recording_name
 from agent_eval.results import RAISED, AttemptResult, Frame
-from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace
+from agent_eval.run.workspace import SLOT_LOGS, fresh_workspace, move_logs, slot_logs
 from agent_eval.sandbox import Sandbox
 from agent_eval.score import (
     Changes,
@@ -82,6 +82,11 @@ class AttemptPlan:
 
     sandbox: Sandbox | None = None
     """The kernel sandbox the run's attempts and state checks run in, if any."""
+    attempt_logs_mb: int | None = None
+    """With a sandbox: each attempt's logs move to the trajectory folder as it ends, at
+    most this many MB of them, so that no attempt finds what an earlier one wrote there;
+    None keeps them for the run (``--isolation worker``, where attempts share a process,
+    and a Ray node's slots)."""
 
     @property
     def start_options(self) -> dict[str, Any]:
@@ -179,8 +184,9 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
                 "max_cost": plan.max_cost,
             },
         }
-        if plan.sandbox is not None and worker.folder is not None:
-            options["log_dir"] = str(worker.folder / SLOT_LOGS)  # the trajectories are hidden
+        slot = worker.folder if plan.sandbox is not None else None
+        if slot is not None:
+            options["log_dir"] = str(slot / SLOT_LOGS)  # the trajectories are hidden
         if granted:
             options["tools"] = list(granted)
         if plan.seed is not None:
@@ -193,6 +199,10 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
             outcome = worker.run(task.task, options, hard_timeout(budget))
             traffic = session.close() if session is not None else None
         seconds = time.perf_counter() - clock
+        if slot is not None and plan.attempt_logs_mb is not None:
+            # the attempt's processes are gone: its logs are all written
+            move_logs(slot_logs(slot), plan.trajectory_dir, plan.redact,
+                      plan.attempt_logs_mb << 20)  # fmt: skip
         # The agent has returned or been killed: judge a still copy of the world it left,
         # beside the slot, out of reach of whatever it may have left running.
         state, diff, touched = [], "", None
@@ -241,7 +251,11 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
     name = trajectory_name(plan.stamp, plan.scaffold, plan.model, task.id, attempt)
     meta: Meta = {**plan.meta, "task_id": task.id, "attempt": attempt, "task": task.task,
                   "started": started.isoformat()}  # fmt: skip
-    score = _score_line(checks, failure, reply, seconds, error)
+    # The course records the agent's own seconds when it gives them; the limits above
+    # were judged on the harness's clock, which the row keeps as harness_seconds.
+    measured = round(seconds, 3)
+    reported = measured if reply.seconds is None else round(reply.seconds, 3)
+    score = _score_line(checks, failure, reply, reported, error)
     text = trajectory_text(meta, reply.trajectory, score)
     row = AttemptResult(
         id=task.id,
@@ -252,7 +266,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         tokens=reply.tokens,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
-        seconds=round(seconds, 3),
+        seconds=reported,
         stopped=reply.stopped,
         checks=checks,
         trajectory_file=str(plan.trajectory_ref / name),
@@ -265,6 +279,7 @@ def run_attempt(plan: AttemptPlan, worker: RunsAgent, task: Task, attempt: int) 
         traceback=None if outcome.traceback is None else [Frame(**f) for f in outcome.traceback],
         recording_file=_recording_ref(plan, name, traffic),
         copied_share=copied_share(reply.answer, task.task, plan.document_runs),
+        harness_seconds=measured,
     )
     recording = plan.redact(traffic.text) if traffic is not None and row.recording_file else ""
     return Scored(row, outcome.infra, name, plan.redact(text), plan.redact(diff) if diff else "",
@@ -289,7 +304,7 @@ def _score_line(
         checks=checks.model_dump(mode="json"),
         steps=reply.steps,
         tokens=reply.tokens,
-        seconds=round(seconds, 3),
+        seconds=seconds,
         stopped=reply.stopped,
         error=error,
     )

@@ -283,6 +283,8 @@ def _adopt(prepared: PreparedRun, resume: Path) -> None:
     prepared.started = datetime.fromisoformat(str(header["started"]))
     if header.get("record"):  # a recorded run's remaining attempts are recorded too
         prepared.config = replace(prepared.config, record=True)
+    if config.lab is None and header.get("lab") is not None:  # the run keeps its label
+        prepared.config = replace(prepared.config, lab=str(header["lab"]))
     prepared.journal_path = journal
     prepared.earlier_wall = float(header.get("wall_seconds") or 0.0)
 
@@ -585,6 +587,7 @@ def _plan(prepared: PreparedRun, redact: Redactor) -> AttemptPlan:
         prices=config.prices.as_dict(),
         max_cost=config.max_cost_per_task,
         sandbox=prepared.sandbox,
+        attempt_logs_mb=config.max_workspace_mb if config.isolation == "attempt" else None,
     )
 
 
@@ -622,6 +625,7 @@ def _journal_header(prepared: PreparedRun) -> dict[str, Any]:
         "model": config.model,
         "isolation": config.isolation,
         "wall_seconds": prepared.earlier_wall,
+        **({"lab": config.lab} if config.lab is not None else {}),
         **({"record": True} if config.record else {}),
     }
 

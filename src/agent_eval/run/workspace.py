@@ -181,22 +181,41 @@ def slot_logs(folder: Path) -> Path:
 
 
 def collect_logs(run: Path, folder: Path, redact: Redactor) -> None:
-    """Append every slot's agent logs to the file of the same name in ``folder``,
-    redacted: the agent wrote them, and may have written a secret it was given.
+    """Move every slot's agent logs still in the run's scratch to ``folder`` (move_logs)."""
+    for logs in sorted(run.glob(f"slot-*.{SLOT_LOGS}")):
+        move_logs(logs, folder, redact)
+
+
+def move_logs(logs: Path, folder: Path, redact: Redactor, limit: int | None = None) -> None:
+    """Append each log in ``logs`` to the file of the same name in ``folder``, redacted (the
+    agent wrote them, and may have written a secret it was given), and empty ``logs``, so
+    that nothing in it reaches a later attempt. Past ``limit`` bytes in all, a last line
+    says how much was left out.
 
     ``folder`` holds the run's trajectories, and may hold results, journals and
     labbooks: a log not named ``*.log`` gets the suffix added, so that no name an agent
     chooses lands on a file the harness reads as a run or a record (``forged.json``
     becomes ``forged.json.log``)."""
-    for log in sorted(run.glob(f"slot-*.{SLOT_LOGS}/*")):
-        if log.is_file() and not log.is_symlink() and log.stat().st_size:
+    left = limit
+    for log in sorted(logs.iterdir()):
+        if log.is_file() and not log.is_symlink() and log.stat().st_size and left != 0:
             folder.mkdir(parents=True, exist_ok=True)
             name = log.name if log.name.endswith(LOG_SUFFIX) else log.name + LOG_SUFFIX
             with log.open("rb") as reader, (folder / name).open("ab") as writer:
                 stream = redact.stream(writer.write)
-                while chunk := reader.read(1 << 16):
+                while left != 0 and (chunk := reader.read(1 << 16)):
+                    if left is not None:
+                        chunk, left = chunk[:left], max(0, left - len(chunk))
                     stream.write(chunk)
+                if left == 0:  # whatever follows, here or in later files, is left out
+                    stream.write(f"\n[agent-eval] log cut at {limit:,} bytes, the most one "
+                                 "attempt's logs keep\n".encode())  # fmt: skip
                 stream.close()
+        if log.is_dir() and not log.is_symlink():
+            shutil.rmtree(log, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                log.unlink()
 
 
 def clear_slot(folder: Path, mounts_in_tmp: tuple[str, ...] = ()) -> None:

@@ -84,6 +84,7 @@ class SlotGroup:
             redact=Redactor.for_run(None, options),  # and this node's environment's
             meta={**plan.meta, "ray_node_id": node},
             sandbox=sandbox,
+            attempt_logs_mb=None,  # the driver's trajectory folder is not on this node
         )
         if self._plan.proxy is not None:  # this node's own proxy, for its slots' attempts
             self._plan.proxy.use_redactor(self._plan.redact)
