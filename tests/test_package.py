@@ -70,8 +70,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "replay agents run.attempt run.ctrl_c run.prepared run.settings run.workspace",
         "run": "errors records redaction trajectory sandbox suite score tools models results "
         "replay agents run.executors lazy",
-        "workflows": "errors records redaction trajectory suite score models results report "
-        "agents run lazy",
+        "workflows": "errors records redaction trajectory suite score models results replay "
+        "report agents run lazy",
         "starter": "errors records suite agents",
         # the command line, and the package's face
         "cli": "errors records processes redaction web trajectory sandbox suite score tools "

@@ -142,16 +142,22 @@ def run_task(task, options):
 
 
 @needs_sandbox
+@pytest.mark.parametrize("isolation", ["worker", "attempt"])
 def test_a_second_ctrl_c_while_the_run_winds_down_cuts_nothing_short(
-    tmp_path: Path, write_suite: Callable[..., Path], write_agent: Callable[[str], Path]
+    tmp_path: Path,
+    write_suite: Callable[..., Path],
+    write_agent: Callable[[str], Path],
+    isolation: str,
 ) -> None:
-    """Ctrl-C, then Ctrl-C again once the attempts are done and the run copies the
-    agent's log out of its sandbox: the log is copied whole, and the results file
-    holds every journaled attempt."""
+    """Ctrl-C, then Ctrl-C again once the agent's log is out of its sandbox: the log is
+    copied whole, and the results file holds every journaled attempt. With isolation
+    worker the log is copied as the run winds down, so the second Ctrl-C lands there;
+    with attempt it was moved as the first attempt ended, so the second lands while the
+    run still drains its attempts, and kills what runs."""
     write_agent(LOGGING_AGENT)
     write_suite([{"id": f"t{i}", "task": "q", "expect_in_answer": ["yes"]} for i in range(8)])
     proc = start(tmp_path, "part.json", "--sandbox", "on", "--trajectory-dir", "traj",
-                 "--concurrency", "1")  # fmt: skip
+                 "--concurrency", "1", "--isolation", isolation)  # fmt: skip
     journal, log = tmp_path / "part.json.journal.jsonl", tmp_path / "traj" / "big.log"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(lines(journal)) < 2:  # the head and a row

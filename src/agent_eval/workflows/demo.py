@@ -25,6 +25,7 @@ from typing import Any
 
 from agent_eval.errors import ConfigError, ExtraMissingError, ModelEndpointError
 from agent_eval.models import INSTALL_ADVICE, wait_healthy
+from agent_eval.replay import recorded_settings
 from agent_eval.report import load_results, render_lesson, render_report
 from agent_eval.results import iter_rows, read_head
 from agent_eval.run import DEFAULT_BASE_URL, build_settings
@@ -147,12 +148,12 @@ def replay_demo(echo: Callable[[str], None], console: RunConsole, plan: DemoPlan
             "agent": agent,
             "tasks": "part26",
             "task_ids": tuple(dict.fromkeys(row.id for row in iter_rows(recorded))),
-            "repeats": head.repeats or 1,
-            "base_url": head.base_url or DEFAULT_BASE_URL,
-            "model": head.model,
-            "router_model": head.router_model,
+            "repeats": 1,
+            "base_url": DEFAULT_BASE_URL,
+            # its model, router model, repeats, seed, endpoint, limits and prices, as `run
+            # --replay` takes them
+            **recorded_settings(recorded, ()),
             "options": {k: str(v) for k, v in (head.options or {}).items()},
-            "seed": head.seed,
             "quant": head.quant,
             "engine": head.engine,
             "engine_version": head.engine_version,

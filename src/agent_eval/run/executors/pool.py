@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -339,6 +340,10 @@ def serve_all(
     return interrupted
 
 
+POLL_SECONDS = 0.01
+"""How often the run looks whether its attempts are done: what a run's end may wait."""
+
+
 def _wait(
     finished: list[threading.Event],
     stop: threading.Event,
@@ -348,15 +353,16 @@ def _wait(
 ) -> bool:
     """Let the dispatchers go, then wait for them; first Ctrl-C drains, second kills.
 
-    Waits on events rather than Thread.join: a join cut short by KeyboardInterrupt can
-    leave a live thread looking finished, and the workers would be closed under it.
+    Polls the events rather than joining the threads or waiting on the events: a join cut
+    short by KeyboardInterrupt can leave a live thread looking finished (and the workers
+    would be closed under it), and one that lands inside Event.wait's lock handling
+    surfaces as RuntimeError ("release unlocked lock"), not as the Ctrl-C it was.
     """
     interrupted = False
     while not all(done.is_set() for done in finished):
         try:
             go.set()  # here, where a Ctrl-C is caught, rather than before the try
-            for done in finished:
-                done.wait(0.1)
+            time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
             if interrupted:
                 killed.set()
