@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -340,10 +339,6 @@ def serve_all(
     return interrupted
 
 
-POLL_SECONDS = 0.01
-"""How often the run looks whether its attempts are done: what a run's end may wait."""
-
-
 def _wait(
     finished: list[threading.Event],
     stop: threading.Event,
@@ -353,17 +348,23 @@ def _wait(
 ) -> bool:
     """Let the dispatchers go, then wait for them; first Ctrl-C drains, second kills.
 
-    Polls the events rather than joining the threads or waiting on the events: a join cut
-    short by KeyboardInterrupt can leave a live thread looking finished (and the workers
-    would be closed under it), and one that lands inside Event.wait's lock handling
-    surfaces as RuntimeError ("release unlocked lock"), not as the Ctrl-C it was.
+    Waits on events rather than Thread.join: a join cut short by KeyboardInterrupt can
+    leave a live thread looking finished, and the workers would be closed under it. A
+    Ctrl-C that lands inside Event.wait's lock handling surfaces as RuntimeError
+    ("release unlocked lock") with the KeyboardInterrupt as its context: it is that Ctrl-C.
     """
     interrupted = False
     while not all(done.is_set() for done in finished):
         try:
             go.set()  # here, where a Ctrl-C is caught, rather than before the try
-            time.sleep(POLL_SECONDS)
-        except KeyboardInterrupt:
+            for done in finished:
+                done.wait(0.1)
+        except (KeyboardInterrupt, RuntimeError) as exc:
+            ctrl_c = isinstance(exc, KeyboardInterrupt) or isinstance(
+                exc.__context__, KeyboardInterrupt
+            )
+            if not ctrl_c:
+                raise
             if interrupted:
                 killed.set()
                 kill()
