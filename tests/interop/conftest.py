@@ -145,22 +145,29 @@ def inspect_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InspectRun
 @pytest.fixture(scope="session")
 def our_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An agent-eval run of the same three task ids, 2 repeats, builtin:minimal."""
-    folder = tmp_path_factory.mktemp("ours")
+    return _run_ours(tmp_path_factory.mktemp("ours"), SUITE, OUR_SCRIPT, "ours.json")
+
+
+def _run_ours(
+    folder: Path, suite: dict[str, Any], script: dict[str, Any], out: str, *flags: str
+) -> Path:
+    """``builtin:minimal`` on ``suite`` (with one note as its documents), 2 repeats, against
+    the scripted model server playing ``script``; the results file."""
     (folder / "docs").mkdir()
     (folder / "docs" / "notes.md").write_text("Arithmetic notes.\n", encoding="utf-8")
-    (folder / "suite.json").write_text(json.dumps({**SUITE, "workspace": "docs"}), "utf-8")
-    server = MockModelServer(parse_script(OUR_SCRIPT)).start()
+    (folder / "suite.json").write_text(json.dumps({**suite, "workspace": "docs"}), "utf-8")
+    server = MockModelServer(parse_script(script)).start()
     try:
         done = subprocess.run(
             [_tool("agent-eval"), "run", "--agent", "builtin:minimal", "--tasks", "suite.json",
-             "--repeats", "2", "--base-url", server.base_url, "--model", "mock",
-             "--out", "ours.json", "--trajectory-dir", "trajectories"],
+             "--repeats", "2", "--base-url", server.base_url, "--model", "mock", *flags,
+             "--out", out, "--trajectory-dir", "trajectories"],
             cwd=folder, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
     finally:
         server.stop()
     assert done.returncode in (0, 2), done.stdout + done.stderr
-    return folder / "ours.json"
+    return folder / out
 
 
 VARIED_SCRIPT = {
@@ -196,23 +203,16 @@ def varied_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An agent-eval run with every kind of verdict a report tells apart: passes, a
     missing string, an expected tool not used, and infra errors (the endpoint answers
     503 and no retry is allowed); priced, and with step budgets."""
-    folder = tmp_path_factory.mktemp("varied")
-    (folder / "docs").mkdir()
-    (folder / "docs" / "notes.md").write_text("Arithmetic notes.\n", encoding="utf-8")
-    (folder / "suite.json").write_text(json.dumps({**VARIED_SUITE, "workspace": "docs"}), "utf-8")
-    server = MockModelServer(parse_script(VARIED_SCRIPT)).start()
-    try:
-        done = subprocess.run(
-            [_tool("agent-eval"), "run", "--agent", "builtin:minimal", "--tasks", "suite.json",
-             "--repeats", "2", "--base-url", server.base_url, "--model", "mock",
-             "--max-infra-retries", "0", "--cost-per-million", "0.5",
-             "--out", "varied.json", "--trajectory-dir", "trajectories"],
-            cwd=folder, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-    finally:
-        server.stop()
-    assert done.returncode in (0, 2), done.stdout + done.stderr
-    return folder / "varied.json"
+    return _run_ours(
+        tmp_path_factory.mktemp("varied"),
+        VARIED_SUITE,
+        VARIED_SCRIPT,
+        "varied.json",
+        "--max-infra-retries",
+        "0",
+        "--cost-per-million",
+        "0.5",
+    )
 
 
 @pytest.fixture(scope="session")
